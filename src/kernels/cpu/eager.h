@@ -1,0 +1,27 @@
+// Eager CPU execution of one op: infer the output types with the op's shape rule, allocate, run
+// the fast per-op kernel (or the interpreter's reference kernel where no fast one exists yet), and
+// record one scoreboard entry. Why: this is the one-kernel-per-op baseline Kiln is measured against.
+#pragma once
+
+#include <vector>
+
+#include "kiln/attrs.h"
+#include "kiln/host_tensor.h"
+#include "kiln/ops.h"
+#include "kiln/scoreboard.h"
+
+namespace kiln::eager {
+
+// Runs op on inputs; appends one KernelRecord to `sb` when non-null.
+std::vector<HostTensor> run_op(Op op, const Attrs& attrs, const std::vector<HostTensor>& inputs,
+                               Scoreboard* sb = nullptr);
+
+// True when `op` has a fast eager kernel for these input dtypes (otherwise run_op falls back to
+// the reference kernel and names it "<op>(reference)" on the scoreboard).
+bool has_fast_kernel(Op op, DType dtype);
+
+// Threads used by eager kernels (OpenMP); 0 = the OpenMP default.
+void set_num_threads(int n);
+int num_threads();
+
+}  // namespace kiln::eager
