@@ -248,9 +248,14 @@ AttrValue parse_attr_value(const std::string& text, size_t& pos, AttrKind expect
     }
     case AttrKind::String: return lx.quoted();
     case AttrKind::DType: {
+      lx.skip();
+      size_t name_start = pos;
       std::string name = lx.ident();
       auto d = parse_dtype(name);
-      if (!d) lx.fail("unknown dtype '" + name + "'");
+      if (!d) {
+        pos = name_start;  // point at the name, not past it
+        lx.fail("unknown dtype '" + name + "'");
+      }
       return *d;
     }
     case AttrKind::Shape: {

@@ -117,7 +117,8 @@ static uint16_t encode_narrow(double d, int man_bits, int exp_bits) {
     uint32_t man = uint32_t(std::ldexp(r, -(emin - man_bits)));
     return uint16_t(sign | man);
   }
-  uint32_t man = uint32_t(std::ldexp(r, -q)) - (1u << man_bits);
+  // Recompute the quantum: rounding up may have carried into the next binade (1.9995 -> 2.0).
+  uint32_t man = uint32_t(std::ldexp(r, -(unbiased - man_bits))) - (1u << man_bits);
   return uint16_t(sign | (uint32_t(unbiased + bias) << man_bits) | man);
 }
 

@@ -257,11 +257,24 @@ std::unique_ptr<Graph> Graph::clone() const {
   return g;
 }
 
+namespace {
+// DOT strings are double-quoted; ONNX names may contain quotes and backslashes.
+std::string dot_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+}  // namespace
+
 std::string Graph::to_dot() const {
-  std::string out = "digraph \"" + name_ + "\" {\n  rankdir=TB;\n  node [fontname=\"monospace\"];\n";
+  std::string out =
+      "digraph \"" + dot_escape(name_) + "\" {\n  rankdir=TB;\n  node [fontname=\"monospace\"];\n";
   auto vname = [](const Value* v) { return "v" + std::to_string(v->id); };
   for (Value* in : inputs_)
-    out += "  " + vname(in) + " [shape=box, style=rounded, label=\"" + in->name + "\\n" +
+    out += "  " + vname(in) + " [shape=box, style=rounded, label=\"" + dot_escape(in->name) + "\\n" +
            in->type.to_string() + "\"];\n";
   for (const auto& n : nodes_) {
     std::string id = "n" + std::to_string(n->id);

@@ -52,3 +52,11 @@ Shape broadcast_shapes(const InferCtx& ctx, const Shape& a, const Shape& b);
 SymInt slice_length(const InferCtx& ctx, const SymInt& dim, int64_t start, int64_t end, int64_t step);
 
 }  // namespace kiln
+
+// ---- added for the ONNX frontend (src/ir/shape_rules_onnx.cc) ----
+namespace kiln {
+std::vector<TensorType> rule_cumsum(const InferCtx&);
+std::vector<TensorType> rule_topk(const InferCtx&);
+std::vector<TensorType> rule_conv_transpose2d(const InferCtx&);
+std::vector<TensorType> rule_resize(const InferCtx&);
+}  // namespace kiln

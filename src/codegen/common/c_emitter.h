@@ -1,0 +1,31 @@
+// The C-like emitter: prints a Loop IR kernel as a C++ function. Targets (CPU now, CUDA later)
+// override only what differs through CTarget: function qualifiers, whether OpenMP pragmas are
+// printed, and the helper prelude. Why: one place defines what each elementwise op means in C,
+// so every target computes the same thing the interpreter does.
+#pragma once
+
+#include <string>
+
+#include "kiln/graph.h"
+#include "lower/loop_ir.h"
+
+namespace kiln::codegen {
+
+struct CTarget {
+  std::string function_qualifier = "extern \"C\" void";
+  bool openmp = true;  // parallel/simd pragmas
+};
+
+// Whether a generated kernel can compute elementwise node n (every elementwise op of the op table
+// that has a scalar formula here, on every dtype).
+bool can_emit_elementwise(const Node& n);
+
+// Helper functions every generated translation unit starts with (16-bit float conversions,
+// NaN-propagating max/min, wrapping integer division...).
+std::string c_prelude();
+
+// One kernel: `void name(void* const* bufs, const int64_t* syms, int nthreads, int* status)`.
+// status is set to 1 when an integer division or modulo by zero happened.
+std::string emit_kernel(const lower::LoopKernel& k, const CTarget& target);
+
+}  // namespace kiln::codegen

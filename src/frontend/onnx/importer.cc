@@ -1,0 +1,619 @@
+// The ONNX importer's driver: parses the ModelProto, checks opsets, makes graph inputs (with
+// symbolic dims), constants from initializers, orders nodes, dispatches each to its op handler
+// and tracks values known at import time. Why: handlers then only map semantics, one op each.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <unordered_set>
+
+#include "frontend/onnx/importer.h"
+#include "kiln/interp.h"
+
+namespace kiln::onnx_import {
+
+namespace fs = std::filesystem;
+
+// Operands Kiln needs as import-time constants (they become attributes), by ONNX op type. Graph
+// inputs feeding them may be specialised through ImportOptions::static_input_values.
+static const std::map<std::string, std::vector<int>>& constant_operands() {
+  static const std::map<std::string, std::vector<int>> m = {
+      {"Reshape", {1}},       {"Expand", {1}},        {"Tile", {1}},          {"Slice", {1, 2, 3, 4}},
+      {"Pad", {1, 2, 3}},     {"TopK", {1}},          {"Range", {0, 1, 2}},   {"ConstantOfShape", {0}},
+      {"Split", {1}},         {"Squeeze", {1}},       {"Unsqueeze", {1}},     {"ReduceSum", {1}},
+      {"ReduceMean", {1}},    {"ReduceMax", {1}},     {"ReduceMin", {1}},     {"ReduceProd", {1}},
+      {"ReduceL1", {1}},      {"ReduceL2", {1}},      {"ReduceLogSum", {1}},  {"ReduceLogSumExp", {1}},
+      {"ReduceSumSquare", {1}}, {"Resize", {1, 2, 3}}, {"Upsample", {1}},     {"CumSum", {1}},
+      {"Trilu", {1}},         {"OneHot", {1}},        {"Clip", {1, 2}},       {"Dropout", {1, 2}},
+  };
+  return m;
+}
+
+class Importer {
+ public:
+  Importer(const onnx::ModelProto& model, std::string origin, std::string base_dir, const ImportOptions& opts)
+      : model_(model), origin_(std::move(origin)), base_dir_(std::move(base_dir)), opts_(opts) {}
+
+  std::unique_ptr<Graph> run();
+
+  // ---- used by NodeCtx ----
+  Value* lookup(const std::string& name, const NodeCtx& c) const {
+    auto it = values_.find(name);
+    if (it == values_.end()) c.fail(str("input '", name, "' is not produced by any node, input or initializer"));
+    return it->second;
+  }
+  void bind(const std::string& name, Value* v) { values_[name] = v; }
+  std::optional<HostTensor> known(const Value* v) const {
+    auto it = known_.find(v);
+    if (it == known_.end()) return std::nullopt;
+    return it->second;
+  }
+  std::optional<std::vector<SymInt>> known_dims(const Value* v) const;
+  std::vector<Value*> emit(Op op, const std::vector<Value*>& operands, Attrs attrs, const std::string& node_name);
+  Graph& graph() { return *g_; }
+  const std::string& origin() const { return origin_; }
+  const std::string& base_dir() const { return base_dir_; }
+  const ImportOptions& options() const { return opts_; }
+  void remember(const Value* v, HostTensor t) { known_[v] = std::move(t); }
+
+ private:
+  void make_inputs(const onnx::GraphProto& gp);
+  void make_initializers(const onnx::GraphProto& gp);
+  std::vector<const onnx::NodeProto*> ordered_nodes(const onnx::GraphProto& gp);
+  void import_node(const onnx::NodeProto& n);
+  int opset_for(const std::string& domain) const;
+  void try_fold(const Node& n);
+  std::set<std::string> inputs_to_freeze(const onnx::GraphProto& gp) const;
+  Shape shape_from_proto(const onnx::TypeProto& tp, const std::string& input_name);
+
+  const onnx::ModelProto& model_;
+  std::string origin_, base_dir_;
+  const ImportOptions& opts_;
+  std::unique_ptr<Graph> g_;
+  std::unordered_map<std::string, Value*> values_;
+  std::unordered_map<const Value*, HostTensor> known_;
+  std::unordered_map<const Value*, std::vector<SymInt>> dims_;
+  std::map<std::string, int> opsets_;
+  std::set<std::string> initializer_names_;
+};
+
+// ---------------------------------------------------------------- NodeCtx
+
+std::string NodeCtx::where() const {
+  std::string name = node_.name().empty() ? str("#", node_.output_size() ? node_.output(0) : "?") : node_.name();
+  std::string domain = node_.domain().empty() ? "ai.onnx" : node_.domain();
+  return str(im_.origin(), ": node '", name, "' (", node_.op_type(), ", domain ", domain, ", opset ", opset_, ")");
+}
+void NodeCtx::fail(const std::string& msg) const { throw Error(str(where(), ": ", msg)); }
+void NodeCtx::unsupported(const std::string& msg) const { throw UnsupportedError(str(where(), ": ", msg)); }
+
+Value* NodeCtx::input(int i) const {
+  if (!has_input(i)) fail(str("required input ", i, " is missing"));
+  return im_.lookup(node_.input(i), *this);
+}
+std::vector<Value*> NodeCtx::inputs() const {
+  std::vector<Value*> v;
+  for (int i = 0; i < num_inputs(); ++i)
+    if (has_input(i)) v.push_back(input(i));
+  return v;
+}
+std::optional<HostTensor> NodeCtx::known(int i) const {
+  if (!has_input(i)) return std::nullopt;
+  return im_.known(input(i));
+}
+std::optional<std::vector<SymInt>> NodeCtx::known_dims(int i) const {
+  if (!has_input(i)) return std::nullopt;
+  return im_.known_dims(input(i));
+}
+HostTensor NodeCtx::require_known(int i, const std::string& what) const {
+  auto k = known(i);
+  if (!k)
+    unsupported(str(what, " (input ", i, " '", node_.input(i),
+                    "') must be known at import time: make it an initializer or a constant, or "
+                    "pass its value in ImportOptions::static_input_values"));
+  return *k;
+}
+std::vector<int64_t> NodeCtx::require_ints(int i, const std::string& what) const {
+  HostTensor t = require_known(i, what);
+  if (!is_integer(t.dtype())) fail(str(what, " must be an integer tensor, got ", dtype_name(t.dtype())));
+  std::vector<int64_t> v(size_t(t.numel()));
+  for (int64_t k = 0; k < t.numel(); ++k) v[size_t(k)] = t.get_i64(k);
+  return v;
+}
+std::vector<SymInt> NodeCtx::require_dims(int i, const std::string& what) const {
+  auto d = known_dims(i);
+  if (!d)
+    unsupported(str(what, " (input ", i, " '", node_.input(i),
+                    "') must be computable at import time (constants and shapes only); pass its value "
+                    "in ImportOptions::static_input_values if it is a graph input"));
+  return *d;
+}
+
+const onnx::AttributeProto* NodeCtx::attr(const std::string& name) const {
+  for (const auto& a : node_.attribute())
+    if (a.name() == name) return &a;
+  return nullptr;
+}
+int64_t NodeCtx::attr_int(const std::string& name, int64_t dflt) const {
+  auto* a = attr(name);
+  if (!a) return dflt;
+  if (a->type() != onnx::AttributeProto::INT) fail(str("attribute '", name, "' must be an int"));
+  return a->i();
+}
+double NodeCtx::attr_float(const std::string& name, double dflt) const {
+  auto* a = attr(name);
+  if (!a) return dflt;
+  if (a->type() == onnx::AttributeProto::INT) return double(a->i());
+  if (a->type() != onnx::AttributeProto::FLOAT) fail(str("attribute '", name, "' must be a float"));
+  return a->f();
+}
+std::string NodeCtx::attr_string(const std::string& name, const std::string& dflt) const {
+  auto* a = attr(name);
+  if (!a) return dflt;
+  if (a->type() != onnx::AttributeProto::STRING) fail(str("attribute '", name, "' must be a string"));
+  return a->s();
+}
+std::vector<int64_t> NodeCtx::attr_ints(const std::string& name, std::vector<int64_t> dflt) const {
+  auto* a = attr(name);
+  if (!a) return dflt;
+  if (a->type() != onnx::AttributeProto::INTS) fail(str("attribute '", name, "' must be a list of ints"));
+  return {a->ints().begin(), a->ints().end()};
+}
+std::vector<double> NodeCtx::attr_floats(const std::string& name, std::vector<double> dflt) const {
+  auto* a = attr(name);
+  if (!a) return dflt;
+  if (a->type() != onnx::AttributeProto::FLOATS) fail(str("attribute '", name, "' must be a list of floats"));
+  return {a->floats().begin(), a->floats().end()};
+}
+HostTensor NodeCtx::attr_tensor(const std::string& name) const {
+  auto* a = attr(name);
+  if (!a || a->type() != onnx::AttributeProto::TENSOR) fail(str("attribute '", name, "' must be a tensor"));
+  return tensor_from_proto(a->t(), im_.base_dir(), str(where(), ": attribute '", name, "'"),
+                           im_.options().max_tensor_bytes);
+}
+
+std::vector<Value*> NodeCtx::emit_multi(Op op, const std::vector<Value*>& operands, Attrs attrs) {
+  std::string name = node_.name().empty() ? (node_.output_size() ? node_.output(0) : op_type()) : node_.name();
+  try {
+    return im_.emit(op, operands, std::move(attrs), name);
+  } catch (const UnsupportedError&) {
+    throw;
+  } catch (const Error& e) {
+    fail(e.what());
+  }
+}
+Value* NodeCtx::emit(Op op, const std::vector<Value*>& operands, Attrs attrs) {
+  return emit_multi(op, operands, std::move(attrs)).at(0);
+}
+Value* NodeCtx::constant(HostTensor t) {
+  Value* v = im_.graph().constant(t);
+  im_.remember(v, std::move(t));
+  return v;
+}
+Value* NodeCtx::scalar_like(const Value* like, double v) { return constant(HostTensor::scalar(like->type.dtype, v)); }
+Value* NodeCtx::cast(Value* v, DType to) {
+  if (v->type.dtype == to) return v;
+  return emit(Op::Cast, {v}, {{"dtype", to}});
+}
+Value* NodeCtx::reshape(Value* v, const Shape& shape) {
+  if (v->type.shape == shape) return v;
+  return emit(Op::Reshape, {v}, {{"shape", shape}});
+}
+void NodeCtx::set_output(int i, Value* v) {
+  if (i >= node_.output_size() || node_.output(i).empty()) return;
+  im_.bind(node_.output(i), v);
+}
+
+Shape broadcast_dims(const NodeCtx& c, const Shape& a, const Shape& b) {
+  size_t rank = std::max(a.size(), b.size());
+  Shape out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    SymInt da = i < a.size() ? a[a.size() - 1 - i] : SymInt(1);
+    SymInt db = i < b.size() ? b[b.size() - 1 - i] : SymInt(1);
+    if (da == SymInt(1)) out[rank - 1 - i] = db;
+    else if (db == SymInt(1) || da == db) out[rank - 1 - i] = da;
+    else if (!da.is_constant() || !db.is_constant()) out[rank - 1 - i] = da;  // guarded by the op
+    else c.fail(str("cannot broadcast ", shape_to_string(a), " with ", shape_to_string(b)));
+  }
+  return out;
+}
+
+int normalize_axis(const NodeCtx& c, int64_t axis, int rank) {
+  int64_t a = axis < 0 ? axis + rank : axis;
+  if (a < 0 || a >= rank) c.fail(str("axis ", axis, " is out of range for rank ", rank));
+  return int(a);
+}
+
+const OpRegistry& op_registry() {
+  static const OpRegistry r = [] {
+    OpRegistry m;
+    register_elementwise_ops(m);
+    register_shape_ops(m);
+    register_reduce_ops(m);
+    register_nn_ops(m);
+    return m;
+  }();
+  return r;
+}
+
+// ---------------------------------------------------------------- Importer
+
+std::optional<std::vector<SymInt>> Importer::known_dims(const Value* v) const {
+  auto it = dims_.find(v);
+  if (it != dims_.end()) return it->second;
+  auto k = known(v);
+  if (k && is_integer(k->dtype()) && k->rank() <= 1) {
+    std::vector<SymInt> d;
+    for (int64_t i = 0; i < k->numel(); ++i) d.push_back(SymInt(k->get_i64(i)));
+    return d;
+  }
+  return std::nullopt;
+}
+
+std::vector<Value*> Importer::emit(Op op, const std::vector<Value*>& operands, Attrs attrs,
+                                   const std::string& node_name) {
+  auto outs = g_->add_node(op, operands, std::move(attrs), node_name);
+  try_fold(*outs[0]->producer);
+  return outs;
+}
+
+// Records values computable at import time: small concrete results (so shape sub-graphs give
+// Reshape its target) and symbolic integer vectors (Shape of a [B, 128] input and what follows).
+void Importer::try_fold(const Node& n) {
+  const OpInfo& info = n.info();
+  if (info.has(kSideEffect)) return;
+  bool all_known = true;
+  std::vector<HostTensor> ins;
+  for (Value* v : n.inputs) {
+    auto k = known(v);
+    if (!k) { all_known = false; break; }
+    ins.push_back(*k);
+  }
+  if (all_known && n.op != Op::Constant) {
+    bool small = true;
+    for (Value* o : n.outputs)
+      if (!o->type.is_static() || numel_of(o->type.static_shape()) > 4096) small = false;
+    if (small) {
+      try {
+        auto res = interp::run_op(n.op, n.attrs, ins);
+        for (size_t i = 0; i < res.size() && i < n.outputs.size(); ++i) known_[n.outputs[i]] = res[i];
+        return;
+      } catch (const Error&) {
+        // Not foldable here (e.g. a kernel the interpreter lacks): the node still runs later.
+      }
+    }
+  }
+  // Symbolic propagation over small integer vectors.
+  const Value* out = n.outputs[0];
+  if (!is_integer(out->type.dtype) || out->type.rank() > 1) return;
+  auto dims_of = [&](int i) { return known_dims(n.inputs[size_t(i)]); };
+  std::optional<std::vector<SymInt>> r;
+  switch (n.op) {
+    case Op::ShapeOf: r = n.inputs[0]->type.shape; break;
+    case Op::Cast: case Op::Reshape: case Op::Squeeze: case Op::Unsqueeze: case Op::Flatten:
+      if (is_integer(n.inputs[0]->type.dtype)) r = dims_of(0);
+      break;
+    case Op::Concat: {
+      std::vector<SymInt> all;
+      for (size_t i = 0; i < n.inputs.size(); ++i) {
+        auto d = dims_of(int(i));
+        if (!d) return;
+        all.insert(all.end(), d->begin(), d->end());
+      }
+      r = all;
+      break;
+    }
+    case Op::Gather: {
+      auto d = dims_of(0);
+      auto idx = known(n.inputs[1]);
+      if (!d || !idx || n.inputs[0]->type.rank() != 1) return;
+      std::vector<SymInt> sel;
+      for (int64_t i = 0; i < idx->numel(); ++i) {
+        int64_t j = idx->get_i64(i);
+        if (j < 0) j += int64_t(d->size());
+        if (j < 0 || j >= int64_t(d->size())) return;
+        sel.push_back((*d)[size_t(j)]);
+      }
+      r = sel;
+      break;
+    }
+    case Op::Slice: {
+      auto d = dims_of(0);
+      if (!d || !out->type.is_static()) return;
+      HostTensor idx = HostTensor::zeros(DType::I64, {int64_t(d->size())});
+      for (int64_t i = 0; i < idx.numel(); ++i) idx.set_i64(i, i);
+      try {
+        HostTensor picked = interp::run_op(Op::Slice, n.attrs, {idx})[0];
+        std::vector<SymInt> sel;
+        for (int64_t i = 0; i < picked.numel(); ++i) sel.push_back((*d)[size_t(picked.get_i64(i))]);
+        r = sel;
+      } catch (const Error&) {
+        return;
+      }
+      break;
+    }
+    case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Maximum: {
+      auto a = dims_of(0), b = dims_of(1);
+      if (!a || !b) return;
+      size_t len = std::max(a->size(), b->size());
+      if ((a->size() != len && a->size() != 1) || (b->size() != len && b->size() != 1)) return;
+      std::vector<SymInt> res;
+      for (size_t i = 0; i < len; ++i) {
+        const SymInt& x = (*a)[a->size() == 1 ? 0 : i];
+        const SymInt& y = (*b)[b->size() == 1 ? 0 : i];
+        switch (n.op) {
+          case Op::Add: res.push_back(x + y); break;
+          case Op::Sub: res.push_back(x - y); break;
+          case Op::Mul: res.push_back(x * y); break;
+          case Op::Maximum: res.push_back(max(x, y)); break;
+          default:  // integer division truncates; equal to floor division for the sizes seen here
+            if (y == SymInt(0)) return;
+            res.push_back(floordiv(x, y));
+        }
+      }
+      r = res;
+      break;
+    }
+    default: return;
+  }
+  if (r && int64_t(r->size()) == (out->type.rank() == 0 ? 1 : (out->type.shape[0].maybe_constant().value_or(-1))))
+    dims_[out] = *r;
+}
+
+int Importer::opset_for(const std::string& domain) const {
+  std::string d = domain == "ai.onnx" ? "" : domain;
+  auto it = opsets_.find(d);
+  return it == opsets_.end() ? -1 : it->second;
+}
+
+Shape Importer::shape_from_proto(const onnx::TypeProto& tp, const std::string& input_name) {
+  const auto& tt = tp.tensor_type();
+  auto fixed = opts_.input_shapes.find(input_name);
+  if (fixed != opts_.input_shapes.end()) {
+    KILN_CHECK(!tt.has_shape() || tt.shape().dim_size() == int(fixed->second.size()), origin_, ": input '",
+               input_name, "' has rank ", tt.shape().dim_size(), ", the given shape ", dims_to_string(fixed->second));
+    return to_shape(fixed->second);
+  }
+  KILN_CHECK(tt.has_shape(), origin_, ": input '", input_name, "' has no shape (rank must be known)");
+  Shape s;
+  int i = 0;
+  for (const auto& d : tt.shape().dim()) {
+    if (d.has_dim_value()) {
+      KILN_CHECK(d.dim_value() >= 0 && d.dim_value() < (int64_t(1) << 40), origin_, ": input '",
+                 input_name, "' has an absurd dim ", d.dim_value());
+      s.push_back(SymInt(d.dim_value()));
+    } else {
+      std::string sym = d.has_dim_param() && !d.dim_param().empty() ? d.dim_param() : str(input_name, "_dim", i);
+      // Keep dim names usable as SymInt identifiers.
+      for (char& ch : sym)
+        if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_') ch = '_';
+      if (std::isdigit(static_cast<unsigned char>(sym[0]))) sym = "d_" + sym;
+      auto bound = opts_.dim_values.find(sym);
+      s.push_back(bound != opts_.dim_values.end() ? SymInt(bound->second) : SymInt::symbol(sym));
+    }
+    ++i;
+  }
+  return s;
+}
+
+std::set<std::string> Importer::inputs_to_freeze(const onnx::GraphProto& gp) const {
+  std::set<std::string> result;
+  if (opts_.static_input_values.empty()) return result;
+  std::unordered_map<std::string, const onnx::NodeProto*> producer;
+  for (const auto& n : gp.node())
+    for (const auto& o : n.output()) producer[o] = &n;
+  std::vector<std::string> work;
+  for (const auto& n : gp.node()) {
+    auto it = constant_operands().find(n.op_type());
+    if (it == constant_operands().end()) continue;
+    for (int i : it->second)
+      if (i < n.input_size() && !n.input(i).empty()) work.push_back(n.input(i));
+  }
+  std::unordered_set<std::string> seen;
+  while (!work.empty()) {
+    std::string name = work.back();
+    work.pop_back();
+    if (!seen.insert(name).second) continue;
+    if (opts_.static_input_values.count(name)) result.insert(name);
+    auto p = producer.find(name);
+    if (p != producer.end())
+      for (const auto& in : p->second->input())
+        if (!in.empty()) work.push_back(in);
+  }
+  return result;
+}
+
+void Importer::make_inputs(const onnx::GraphProto& gp) {
+  for (const auto& t : gp.initializer()) initializer_names_.insert(t.name());
+  std::set<std::string> freeze = inputs_to_freeze(gp);
+  for (const auto& in : gp.input()) {
+    if (initializer_names_.count(in.name())) continue;  // an initializer with a default value
+    KILN_CHECK(!in.name().empty(), origin_, ": a graph input has no name");
+    KILN_CHECK(!values_.count(in.name()), origin_, ": graph input '", in.name(), "' is declared twice");
+    if (in.type().value_case() != onnx::TypeProto::kTensorType)
+      throw UnsupportedError(str(origin_, ": input '", in.name(), "' is not a tensor (sequences, maps and "
+                                 "optionals are not supported)"));
+    auto dt = dtype_from_onnx(in.type().tensor_type().elem_type());
+    if (!dt)
+      throw UnsupportedError(str(origin_, ": input '", in.name(), "' has element type ",
+                                 onnx_type_name(in.type().tensor_type().elem_type()), ", not supported by Kiln"));
+    if (freeze.count(in.name())) {
+      HostTensor t = opts_.static_input_values.at(in.name());
+      KILN_CHECK(t.dtype() == *dt, origin_, ": static value for input '", in.name(), "' is ",
+                 dtype_name(t.dtype()), ", the model declares ", dtype_name(*dt));
+      Value* v = g_->constant(t);
+      v->name = in.name();
+      known_[v] = t;
+      values_[in.name()] = v;
+      continue;
+    }
+    Value* v = g_->add_input(in.name(), TensorType{*dt, shape_from_proto(in.type(), in.name()), Device::CPU});
+    values_[in.name()] = v;
+  }
+}
+
+void Importer::make_initializers(const onnx::GraphProto& gp) {
+  if (gp.sparse_initializer_size() > 0)
+    throw UnsupportedError(str(origin_, ": sparse initializers are not supported"));
+  for (const auto& t : gp.initializer()) {
+    KILN_CHECK(!t.name().empty(), origin_, ": an initializer has no name");
+    KILN_CHECK(!values_.count(t.name()), origin_, ": initializer '", t.name(), "' is defined twice");
+    HostTensor value = tensor_from_proto(t, base_dir_, str(origin_, ": initializer '", t.name(), "'"),
+                                         opts_.max_tensor_bytes);
+    Value* v;
+    if (opts_.initializers_as_constants) {
+      v = g_->constant(value);
+      known_[v] = std::move(value);
+    } else {
+      v = g_->add_input(t.name(), TensorType{value.dtype(), to_shape(value.shape()), Device::CPU});
+    }
+    if (v->name.empty()) v->name = t.name();
+    values_[t.name()] = v;
+  }
+}
+
+// ONNX requires topological order, but exporters get it wrong; sort, naming a node on a cycle.
+std::vector<const onnx::NodeProto*> Importer::ordered_nodes(const onnx::GraphProto& gp) {
+  size_t n = size_t(gp.node_size());
+  std::unordered_map<std::string, size_t> producer;
+  for (size_t i = 0; i < n; ++i)
+    for (const auto& o : gp.node(int(i)).output()) {
+      if (o.empty()) continue;
+      KILN_CHECK(!producer.count(o) && !values_.count(o), origin_, ": tensor '", o,
+                 "' is produced twice (second time by node '", gp.node(int(i)).name(), "', ",
+                 gp.node(int(i)).op_type(), ")");
+      producer[o] = i;
+    }
+  std::vector<std::vector<size_t>> users(n);
+  std::vector<int> pending(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    const auto& node = gp.node(int(i));
+    for (const auto& in : node.input()) {
+      if (in.empty() || values_.count(in)) continue;
+      auto p = producer.find(in);
+      KILN_CHECK(p != producer.end(), origin_, ": node '", node.name(), "' (", node.op_type(),
+                 ") reads '", in, "', which no node, graph input or initializer produces");
+      users[p->second].push_back(i);
+      ++pending[i];
+    }
+  }
+  std::vector<const onnx::NodeProto*> order;
+  std::vector<size_t> ready;
+  for (size_t i = n; i-- > 0;)
+    if (pending[i] == 0) ready.push_back(i);
+  // Keep the file's order where it is valid: always take the lowest ready index.
+  std::set<size_t> ready_set(ready.begin(), ready.end());
+  while (!ready_set.empty()) {
+    size_t i = *ready_set.begin();
+    ready_set.erase(ready_set.begin());
+    order.push_back(&gp.node(int(i)));
+    for (size_t u : users[i])
+      if (--pending[u] == 0) ready_set.insert(u);
+  }
+  if (order.size() != n) {
+    for (size_t i = 0; i < n; ++i)
+      if (pending[i] > 0)
+        throw Error(str(origin_, ": the graph has a cycle through node '", gp.node(int(i)).name(), "' (",
+                        gp.node(int(i)).op_type(), ")"));
+  }
+  return order;
+}
+
+void Importer::import_node(const onnx::NodeProto& n) {
+  std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
+  int opset = opset_for(domain);
+  NodeCtx c(*this, n, opset);
+  if (!domain.empty()) c.unsupported(str("operators of domain '", domain, "' are not supported"));
+  if (opset < 0) c.fail("the model imports no opset for this domain");
+  for (const auto& a : n.attribute())
+    if (a.type() == onnx::AttributeProto::GRAPH || a.type() == onnx::AttributeProto::GRAPHS)
+      c.unsupported("control flow (sub-graph attributes) is not supported");
+  const auto& reg = op_registry();
+  auto it = reg.find(n.op_type());
+  if (it == reg.end()) c.unsupported(str("operator ", n.op_type(), " is not supported"));
+  try {
+    it->second(c);
+  } catch (const UnsupportedError&) {
+    throw;
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    if (msg.rfind(origin_, 0) == 0) throw;
+    c.fail(msg);
+  }
+  for (int i = 0; i < n.output_size(); ++i)
+    if (!n.output(i).empty() && !values_.count(n.output(i)))
+      c.unsupported(str("output ", i, " ('", n.output(i), "') is not supported"));
+}
+
+std::unique_ptr<Graph> Importer::run() {
+  KILN_CHECK(model_.has_graph(), origin_, ": the model has no graph");
+  for (const auto& os : model_.opset_import()) {
+    std::string d = os.domain() == "ai.onnx" ? "" : os.domain();
+    opsets_[d] = int(os.version());
+  }
+  if (!opsets_.count("") && model_.opset_import_size() == 0) opsets_[""] = 1;  // IR v3 default
+  int opset = opset_for("");
+  if (opset >= 0 && opset < 7)
+    throw UnsupportedError(str(origin_, ": default-domain opset ", opset, " is older than 7, the oldest supported"));
+  if (model_.functions_size() > 0) {
+    // Model-local functions are only a problem when a node calls one: import_node reports it.
+  }
+  const onnx::GraphProto& gp = model_.graph();
+  g_ = std::make_unique<Graph>(gp.name().empty() ? "main" : gp.name());
+  make_inputs(gp);
+  make_initializers(gp);
+  for (const onnx::NodeProto* n : ordered_nodes(gp)) import_node(*n);
+  std::vector<Value*> outs;
+  for (const auto& o : gp.output()) {
+    auto it = values_.find(o.name());
+    KILN_CHECK(it != values_.end(), origin_, ": graph output '", o.name(), "' is never produced");
+    if (it->second->name.empty() || it->second->producer != nullptr) it->second->name = o.name();
+    outs.push_back(it->second);
+  }
+  KILN_CHECK(!outs.empty(), origin_, ": the graph has no outputs");
+  g_->set_outputs(outs);
+  return std::move(g_);
+}
+
+// ---------------------------------------------------------------- public API
+
+}  // namespace kiln::onnx_import
+
+namespace kiln {
+
+std::unique_ptr<Graph> import_onnx_bytes(const std::string& bytes, const std::string& origin,
+                                         const ImportOptions& options, const std::string& base_dir) {
+  onnx::ModelProto model;
+  KILN_CHECK(model.ParseFromString(bytes), origin, ": not a valid ONNX model (protobuf parse failed; ",
+             "the file is truncated, corrupted or not ONNX)");
+  onnx_import::Importer im(model, origin, base_dir, options);
+  return im.run();
+}
+
+static std::string read_file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  KILN_CHECK(in.good(), path, ": cannot open file");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::unique_ptr<Graph> import_onnx(const std::string& path, const ImportOptions& options) {
+  std::string base = std::filesystem::path(path).parent_path().string();
+  if (base.empty()) base = ".";
+  return import_onnx_bytes(read_file_bytes(path), path, options, base);
+}
+
+std::vector<std::string> onnx_input_names(const std::string& path) {
+  onnx::ModelProto model;
+  KILN_CHECK(model.ParseFromString(read_file_bytes(path)), path, ": not a valid ONNX model");
+  std::set<std::string> inits;
+  for (const auto& t : model.graph().initializer()) inits.insert(t.name());
+  std::vector<std::string> names;
+  for (const auto& in : model.graph().input())
+    if (!inits.count(in.name())) names.push_back(in.name());
+  return names;
+}
+
+}  // namespace kiln

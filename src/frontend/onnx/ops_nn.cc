@@ -1,0 +1,400 @@
+// ONNX neural-network ops: MatMul, Gemm, Conv/ConvTranspose, pooling, normalisations, Einsum and
+// Resize. Why: Kiln's conv and pooling are 2-D NCHW, so 1-D variants are lifted to 2-D here, and
+// ONNX's auto_pad / output_shape conventions are turned into explicit pads.
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "frontend/onnx/importer.h"
+
+namespace kiln::onnx_import {
+
+namespace {
+
+Value* permute(NodeCtx& c, Value* x, std::vector<int64_t> perm) {
+  bool identity = true;
+  for (size_t i = 0; i < perm.size(); ++i) identity = identity && perm[i] == int64_t(i);
+  return identity ? x : c.emit(Op::Permute, {x}, {{"perm", perm}});
+}
+
+void gemm(NodeCtx& c) {
+  Value* a = c.input(0);
+  Value* b = c.input(1);
+  if (a->type.rank() != 2 || b->type.rank() != 2) c.fail("A and B must be 2-D");
+  if (c.attr_int("transA", 0)) a = permute(c, a, {1, 0});
+  if (c.attr_int("transB", 0)) b = permute(c, b, {1, 0});
+  double alpha = c.attr_float("alpha", 1.0), beta = c.attr_float("beta", 1.0);
+  Value* y = c.emit(Op::MatMul, {a, b});
+  if (alpha != 1.0) y = c.emit(Op::Mul, {y, c.scalar_like(y, alpha)});
+  if (c.has_input(2)) {
+    Value* cc = c.input(2);
+    if (beta != 1.0) cc = c.emit(Op::Mul, {cc, c.scalar_like(cc, beta)});
+    y = c.emit(Op::Add, {y, cc});
+  }
+  c.set_output(0, y);
+}
+
+// Spatial parameters of a conv/pool node, lifted to 2-D.
+struct Window {
+  std::vector<int64_t> kernel, strides, pads, dilations;  // pads: [top, left, bottom, right]
+  bool lifted = false;                                     // a 1-D op run as 2-D with H = 1
+};
+
+Window window_params(NodeCtx& c, Value* x, std::vector<int64_t> kernel) {
+  int spatial = x->type.rank() - 2;
+  if (spatial < 1) c.fail("input must be [N, C, spatial...]");
+  if (spatial > 2) c.unsupported(str(spatial, "-D windows (only 1-D and 2-D are supported)"));
+  if (int(kernel.size()) != spatial) c.fail(str("kernel has ", kernel.size(), " dims, input has ", spatial, " spatial dims"));
+  auto strides = c.attr_ints("strides", std::vector<int64_t>(size_t(spatial), 1));
+  auto dil = c.attr_ints("dilations", std::vector<int64_t>(size_t(spatial), 1));
+  auto pads = c.attr_ints("pads", std::vector<int64_t>(size_t(2 * spatial), 0));
+  if (int(strides.size()) != spatial || int(dil.size()) != spatial || int(pads.size()) != 2 * spatial)
+    c.fail("strides, dilations and pads must match the spatial rank");
+  std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
+  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    for (int i = 0; i < spatial; ++i) {
+      auto in = x->type.shape[size_t(2 + i)].maybe_constant();
+      if (!in) c.unsupported("auto_pad SAME on a symbolic spatial dim");
+      int64_t out = (*in + strides[size_t(i)] - 1) / strides[size_t(i)];
+      int64_t total = std::max<int64_t>((out - 1) * strides[size_t(i)] + (kernel[size_t(i)] - 1) * dil[size_t(i)] + 1 - *in, 0);
+      int64_t small = total / 2, big = total - small;
+      pads[size_t(i)] = auto_pad == "SAME_UPPER" ? small : big;
+      pads[size_t(i + spatial)] = auto_pad == "SAME_UPPER" ? big : small;
+    }
+  } else if (auto_pad == "VALID") {
+    std::fill(pads.begin(), pads.end(), 0);
+  } else if (auto_pad != "NOTSET") {
+    c.fail("unknown auto_pad '" + auto_pad + "'");
+  }
+  Window w{kernel, strides, pads, dil, false};
+  if (spatial == 1) {
+    w = Window{{1, kernel[0]}, {1, strides[0]}, {0, pads[0], 0, pads[1]}, {1, dil[0]}, true};
+  }
+  return w;
+}
+
+Value* lift(NodeCtx& c, Value* x, bool lifted) {
+  return lifted ? c.emit(Op::Unsqueeze, {x}, {{"axes", std::vector<int64_t>{2}}}) : x;
+}
+Value* unlift(NodeCtx& c, Value* y, bool lifted) {
+  return lifted ? c.emit(Op::Squeeze, {y}, {{"axes", std::vector<int64_t>{2}}}) : y;
+}
+
+std::vector<int64_t> kernel_from_weight(NodeCtx& c, Value* w) {
+  std::vector<int64_t> k;
+  for (int i = 2; i < w->type.rank(); ++i) {
+    auto d = w->type.shape[size_t(i)].maybe_constant();
+    if (!d) c.unsupported("a symbolic kernel size");
+    k.push_back(*d);
+  }
+  return c.attr_ints("kernel_shape", k);
+}
+
+void conv(NodeCtx& c) {
+  Value* x = c.input(0);
+  Value* w = c.input(1);
+  Window win = window_params(c, x, kernel_from_weight(c, w));
+  std::vector<Value*> ops{lift(c, x, win.lifted), lift(c, w, win.lifted)};
+  if (c.has_input(2)) ops.push_back(c.input(2));
+  Value* y = c.emit(Op::Conv2d, ops, {{"strides", win.strides}, {"pads", win.pads}, {"dilations", win.dilations},
+                                      {"groups", c.attr_int("group", 1)}});
+  c.set_output(0, unlift(c, y, win.lifted));
+}
+
+void conv_transpose(NodeCtx& c) {
+  Value* x = c.input(0);
+  Value* w = c.input(1);
+  int spatial = x->type.rank() - 2;
+  std::vector<int64_t> kernel = kernel_from_weight(c, w);
+  auto strides = c.attr_ints("strides", std::vector<int64_t>(size_t(std::max(spatial, 0)), 1));
+  auto dil = c.attr_ints("dilations", std::vector<int64_t>(size_t(std::max(spatial, 0)), 1));
+  auto out_pad = c.attr_ints("output_padding", std::vector<int64_t>(size_t(std::max(spatial, 0)), 0));
+  auto pads = c.attr_ints("pads", std::vector<int64_t>(size_t(2 * std::max(spatial, 0)), 0));
+  if (spatial < 1) c.fail("input must be [N, C, spatial...]");
+  if (spatial > 2) c.unsupported(str(spatial, "-D transposed convolution"));
+  std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
+  auto output_shape = c.attr_ints("output_shape");
+  if (!output_shape.empty() || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    for (int i = 0; i < spatial; ++i) {
+      auto in = x->type.shape[size_t(2 + i)].maybe_constant();
+      if (!in) c.unsupported("output_shape/auto_pad on a symbolic spatial dim");
+      int64_t want = !output_shape.empty() ? output_shape[output_shape.size() - size_t(spatial) + size_t(i)]
+                                           : *in * strides[size_t(i)];
+      int64_t total = strides[size_t(i)] * (*in - 1) + out_pad[size_t(i)] + (kernel[size_t(i)] - 1) * dil[size_t(i)] + 1 - want;
+      if (total < 0) {  // the requested output is larger: the extra rows are output padding
+        out_pad[size_t(i)] += -total;
+        total = 0;
+      }
+      bool upper = auto_pad != "SAME_LOWER";
+      pads[size_t(i)] = upper ? total / 2 : total - total / 2;
+      pads[size_t(i + spatial)] = total - pads[size_t(i)];
+    }
+  } else if (auto_pad == "VALID") {
+    std::fill(pads.begin(), pads.end(), 0);
+  }
+  bool lifted = spatial == 1;
+  if (lifted) {
+    strides = {1, strides[0]};
+    dil = {1, dil[0]};
+    out_pad = {0, out_pad[0]};
+    pads = {0, pads[0], 0, pads[1]};
+  }
+  std::vector<Value*> ops{lift(c, x, lifted), lift(c, w, lifted)};
+  if (c.has_input(2)) ops.push_back(c.input(2));
+  Value* y = c.emit(Op::ConvTranspose2d, ops, {{"strides", strides}, {"pads", pads}, {"dilations", dil},
+                                               {"output_padding", out_pad}, {"groups", c.attr_int("group", 1)}});
+  c.set_output(0, unlift(c, y, lifted));
+}
+
+void pool(NodeCtx& c, bool is_max) {
+  Value* x = c.input(0);
+  if (is_max && c.wants_output(1)) c.unsupported("MaxPool's Indices output is not supported");
+  Window win = window_params(c, x, c.attr_ints("kernel_shape"));
+  Attrs attrs{{"kernel", win.kernel}, {"strides", win.strides}, {"pads", win.pads}, {"ceil_mode", c.attr_int("ceil_mode", 0)}};
+  if (is_max) {
+    attrs.set("dilations", win.dilations);
+  } else {
+    for (int64_t d : win.dilations)
+      if (d != 1) c.unsupported("AveragePool with dilations");
+    attrs.set("count_include_pad", c.attr_int("count_include_pad", 0));
+  }
+  Value* y = c.emit(is_max ? Op::MaxPool2d : Op::AvgPool2d, {lift(c, x, win.lifted)}, attrs);
+  c.set_output(0, unlift(c, y, win.lifted));
+}
+
+std::vector<int64_t> spatial_axes(const Value* x) {
+  std::vector<int64_t> axes;
+  for (int i = 2; i < x->type.rank(); ++i) axes.push_back(i);
+  return axes;
+}
+
+void batch_norm(NodeCtx& c) {
+  if (c.attr_int("training_mode", 0) != 0 || c.wants_output(1) || c.wants_output(2))
+    c.unsupported("BatchNormalization in training mode");
+  c.set_output(0, c.emit(Op::BatchNorm, {c.input(0), c.input(1), c.input(2), c.input(3), c.input(4)},
+                         {{"eps", c.attr_float("epsilon", 1e-5)}}));
+}
+
+void layer_norm(NodeCtx& c) {
+  Value* x = c.input(0);
+  int axis = normalize_axis(c, c.attr_int("axis", -1), x->type.rank());
+  double eps = c.attr_float("epsilon", 1e-5);
+  std::vector<Value*> ops{x, c.input(1)};
+  if (c.has_input(2)) ops.push_back(c.input(2));
+  c.set_output(0, c.emit(Op::LayerNorm, ops, {{"axis", int64_t(axis)}, {"eps", eps}}));
+  if (c.wants_output(1) || c.wants_output(2)) {  // Mean and InvStdDev, kept as size-1 dims
+    std::vector<int64_t> axes;
+    for (int i = axis; i < x->type.rank(); ++i) axes.push_back(i);
+    Attrs ra{{"axes", axes}, {"keepdim", int64_t(1)}};
+    Value* mean = c.emit(Op::ReduceMean, {x}, ra);
+    Value* d = c.emit(Op::Sub, {x, mean});
+    Value* var = c.emit(Op::ReduceMean, {c.emit(Op::Mul, {d, d})}, ra);
+    c.set_output(1, mean);
+    c.set_output(2, c.emit(Op::Rsqrt, {c.emit(Op::Add, {var, c.scalar_like(var, eps)})}));
+  }
+}
+
+void instance_norm(NodeCtx& c) {
+  Value* x = c.input(0);
+  if (x->type.rank() < 3) c.fail("input must be [N, C, spatial...]");
+  double eps = c.attr_float("epsilon", 1e-5);
+  Attrs ra{{"axes", spatial_axes(x)}, {"keepdim", int64_t(1)}};
+  Value* mean = c.emit(Op::ReduceMean, {x}, ra);
+  Value* d = c.emit(Op::Sub, {x, mean});
+  Value* var = c.emit(Op::ReduceMean, {c.emit(Op::Mul, {d, d})}, ra);
+  Value* y = c.emit(Op::Mul, {d, c.emit(Op::Rsqrt, {c.emit(Op::Add, {var, c.scalar_like(var, eps)})})});
+  Shape per_channel(size_t(x->type.rank() - 1), SymInt(1));
+  per_channel[0] = x->type.shape[1];
+  y = c.emit(Op::Mul, {y, c.reshape(c.input(1), per_channel)});
+  c.set_output(0, c.emit(Op::Add, {y, c.reshape(c.input(2), per_channel)}));
+}
+
+void lp_norm(NodeCtx& c) {
+  Value* x = c.input(0);
+  int axis = normalize_axis(c, c.attr_int("axis", -1), x->type.rank());
+  int64_t p = c.attr_int("p", 2);
+  Attrs ra{{"axes", std::vector<int64_t>{axis}}, {"keepdim", int64_t(1)}};
+  Value* norm;
+  if (p == 1) norm = c.emit(Op::ReduceSum, {c.emit(Op::Abs, {x})}, ra);
+  else if (p == 2) norm = c.emit(Op::Sqrt, {c.emit(Op::ReduceSum, {c.emit(Op::Mul, {x, x})}, ra)});
+  else c.fail("p must be 1 or 2");
+  c.set_output(0, c.emit(Op::Div, {x, norm}));
+}
+
+// ---- Einsum: reduce letters used once, then contract operand pairs with permute+reshape+matmul.
+struct Term {
+  Value* v;
+  std::string letters;
+};
+
+Term sum_out(NodeCtx& c, Term t, const std::set<char>& keep) {
+  std::vector<int64_t> axes;
+  std::string rest;
+  for (size_t i = 0; i < t.letters.size(); ++i) {
+    if (keep.count(t.letters[i])) rest += t.letters[i];
+    else axes.push_back(int64_t(i));
+  }
+  if (axes.empty()) return t;
+  return {c.emit(Op::ReduceSum, {t.v}, {{"axes", axes}}), rest};
+}
+
+Value* to_order(NodeCtx& c, const Term& t, const std::string& order) {
+  std::vector<int64_t> perm;
+  for (char ch : order) perm.push_back(int64_t(t.letters.find(ch)));
+  return permute(c, t.v, perm);
+}
+
+Term contract(NodeCtx& c, Term a, Term b, const std::set<char>& keep) {
+  std::string batch, contracted, a_free, b_free;
+  for (char ch : a.letters) {
+    bool in_b = b.letters.find(ch) != std::string::npos;
+    if (in_b && keep.count(ch)) batch += ch;
+    else if (in_b) contracted += ch;
+    else a_free += ch;
+  }
+  for (char ch : b.letters)
+    if (a.letters.find(ch) == std::string::npos) b_free += ch;
+  auto dim = [&](const Term& t, char ch) { return t.v->type.shape[t.letters.find(ch)]; };
+  auto prod = [&](const Term& t, const std::string& s) {
+    SymInt p(1);
+    for (char ch : s) p = p * dim(t, ch);
+    return p;
+  };
+  Shape batch_dims;
+  for (char ch : batch) batch_dims.push_back(dim(a, ch) == SymInt(1) ? dim(b, ch) : dim(a, ch));
+  Shape sa, sb;
+  for (char ch : batch) sa.push_back(dim(a, ch)), sb.push_back(dim(b, ch));
+  sa.push_back(prod(a, a_free));
+  sa.push_back(prod(a, contracted));
+  sb.push_back(prod(b, contracted));
+  sb.push_back(prod(b, b_free));
+  Value* ma = c.reshape(to_order(c, a, batch + a_free + contracted), sa);
+  Value* mb = c.reshape(to_order(c, b, batch + contracted + b_free), sb);
+  Value* y = c.emit(Op::MatMul, {ma, mb});
+  Shape out = batch_dims;
+  for (char ch : a_free) out.push_back(dim(a, ch));
+  for (char ch : b_free) out.push_back(dim(b, ch));
+  return {c.reshape(y, out), batch + a_free + b_free};
+}
+
+void einsum(NodeCtx& c) {
+  std::string eq;
+  for (char ch : c.attr_string("equation", "")) if (ch != ' ') eq += ch;
+  if (eq.find("...") != std::string::npos) c.unsupported("einsum with an ellipsis");
+  size_t arrow = eq.find("->");
+  std::string lhs = eq.substr(0, arrow), out;
+  std::vector<std::string> specs;
+  for (size_t s = 0, e; s <= lhs.size(); s = e + 1) {
+    e = lhs.find(',', s);
+    if (e == std::string::npos) e = lhs.size();
+    specs.push_back(lhs.substr(s, e - s));
+  }
+  if (int(specs.size()) != c.num_inputs()) c.fail(str("equation has ", specs.size(), " operands, node has ", c.num_inputs()));
+  std::map<char, int> count;
+  for (const auto& s : specs)
+    for (char ch : s) ++count[ch];
+  if (arrow != std::string::npos) out = eq.substr(arrow + 2);
+  else
+    for (auto& [ch, n] : count) if (n == 1) out += ch;
+  std::vector<Term> terms;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    Value* v = c.input(int(i));
+    if (int(specs[i].size()) != v->type.rank()) c.fail(str("operand ", i, " has rank ", v->type.rank(), ", equation says ", specs[i].size()));
+    for (char ch : specs[i])
+      if (std::count(specs[i].begin(), specs[i].end(), ch) > 1) c.unsupported("einsum diagonals (a letter repeated in one operand)");
+    terms.push_back({v, specs[i]});
+  }
+  auto needed_after = [&](size_t i) {
+    std::set<char> keep(out.begin(), out.end());
+    for (size_t j = i + 1; j < terms.size(); ++j) keep.insert(terms[j].letters.begin(), terms[j].letters.end());
+    return keep;
+  };
+  std::set<char> keep0 = needed_after(0);
+  for (size_t j = 1; j < terms.size(); ++j) keep0.insert(terms[j].letters.begin(), terms[j].letters.end());
+  Term acc = sum_out(c, terms[0], keep0);
+  for (size_t i = 1; i < terms.size(); ++i) {
+    std::set<char> keep = needed_after(i);
+    std::set<char> keep_b = keep;
+    keep_b.insert(acc.letters.begin(), acc.letters.end());
+    Term b = sum_out(c, terms[i], keep_b);
+    std::set<char> keep_a = keep;
+    keep_a.insert(b.letters.begin(), b.letters.end());
+    acc = sum_out(c, acc, keep_a);
+    acc = contract(c, acc, b, keep);
+  }
+  acc = sum_out(c, acc, std::set<char>(out.begin(), out.end()));
+  c.set_output(0, to_order(c, acc, out));
+}
+
+void resize(NodeCtx& c) {
+  Value* x = c.input(0);
+  int rank = x->type.rank();
+  if (c.attr_int("antialias", 0) != 0) c.unsupported("Resize with antialias");
+  if (!c.attr_ints("axes").empty()) c.unsupported("Resize with axes");
+  if (c.attr_string("keep_aspect_ratio_policy", "stretch") != "stretch") c.unsupported("keep_aspect_ratio_policy");
+  std::string mode = c.attr_string("mode", "nearest");
+  std::string coord = c.attr_string("coordinate_transformation_mode", "half_pixel");
+  std::vector<double> scales, roi;
+  std::vector<int64_t> sizes;
+  int scales_at = c.opset() >= 11 ? 2 : 1, sizes_at = 3;
+  if (c.opset() >= 11 && c.has_input(1)) {
+    HostTensor r = c.require_known(1, "roi");
+    roi = r.to_doubles();
+  }
+  if (c.has_input(scales_at)) {
+    HostTensor s = c.require_known(scales_at, "scales");
+    scales = s.to_doubles();
+  }
+  if (c.has_input(sizes_at)) sizes = c.require_ints(sizes_at, "sizes");
+  Shape out;
+  if (!sizes.empty()) {
+    if (int(sizes.size()) != rank) c.fail("sizes must have one entry per dim");
+    scales.clear();
+    for (int i = 0; i < rank; ++i) {
+      auto d = x->type.shape[size_t(i)].maybe_constant();
+      if (!d) c.unsupported("Resize of a symbolic dim");
+      scales.push_back(double(sizes[size_t(i)]) / double(*d));
+      out.push_back(SymInt(sizes[size_t(i)]));
+    }
+  } else {
+    if (int(scales.size()) != rank) c.fail("scales must have one entry per dim");
+    for (int i = 0; i < rank; ++i) {
+      auto d = x->type.shape[size_t(i)].maybe_constant();
+      if (!d) c.unsupported("Resize of a symbolic dim");
+      out.push_back(SymInt(int64_t(std::floor(double(*d) * scales[size_t(i)]))));
+    }
+  }
+  c.set_output(0, c.emit(Op::Resize, {x}, {{"sizes", out}, {"scales", scales}, {"mode", mode}, {"coord_mode", coord},
+                                           {"nearest_mode", c.attr_string("nearest_mode", "round_prefer_floor")},
+                                           {"cubic_coeff_a", c.attr_float("cubic_coeff_a", -0.75)},
+                                           {"exclude_outside", c.attr_int("exclude_outside", 0)},
+                                           {"extrapolation_value", c.attr_float("extrapolation_value", 0.0)},
+                                           {"roi", roi}}));
+}
+
+}  // namespace
+
+void register_nn_ops(OpRegistry& r) {
+  r["MatMul"] = [](NodeCtx& c) { c.set_output(0, c.emit(Op::MatMul, {c.input(0), c.input(1)})); };
+  r["Gemm"] = gemm;
+  r["Conv"] = conv;
+  r["ConvTranspose"] = conv_transpose;
+  r["MaxPool"] = [](NodeCtx& c) { pool(c, true); };
+  r["AveragePool"] = [](NodeCtx& c) { pool(c, false); };
+  r["GlobalAveragePool"] = [](NodeCtx& c) {
+    Value* x = c.input(0);
+    c.set_output(0, c.emit(Op::ReduceMean, {x}, {{"axes", spatial_axes(x)}, {"keepdim", int64_t(1)}}));
+  };
+  r["GlobalMaxPool"] = [](NodeCtx& c) {
+    Value* x = c.input(0);
+    c.set_output(0, c.emit(Op::ReduceMax, {x}, {{"axes", spatial_axes(x)}, {"keepdim", int64_t(1)}}));
+  };
+  r["BatchNormalization"] = batch_norm;
+  r["LayerNormalization"] = layer_norm;
+  r["InstanceNormalization"] = instance_norm;
+  r["LpNormalization"] = lp_norm;
+  r["Einsum"] = einsum;
+  r["Resize"] = resize;
+}
+
+}  // namespace kiln::onnx_import

@@ -1,0 +1,170 @@
+// ONNX TensorProto <-> HostTensor, including raw/typed storage and external-data files. Why: the
+// initializers, Constant nodes and test-data .pb files all arrive in this one format.
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "frontend/onnx/importer.h"
+#include "kiln/error.h"
+
+namespace kiln::onnx_import {
+
+namespace fs = std::filesystem;
+using onnx::TensorProto;
+
+std::optional<DType> dtype_from_onnx(int t) {
+  switch (t) {
+    case TensorProto::FLOAT: return DType::F32;
+    case TensorProto::DOUBLE: return DType::F64;
+    case TensorProto::FLOAT16: return DType::F16;
+    case TensorProto::BFLOAT16: return DType::BF16;
+    case TensorProto::INT8: return DType::I8;
+    case TensorProto::INT16: return DType::I16;
+    case TensorProto::INT32: return DType::I32;
+    case TensorProto::INT64: return DType::I64;
+    case TensorProto::UINT8: return DType::U8;
+    case TensorProto::BOOL: return DType::Bool;
+    default: return std::nullopt;
+  }
+}
+
+int onnx_from_dtype(DType t) {
+  switch (t) {
+    case DType::F32: return TensorProto::FLOAT;
+    case DType::F64: return TensorProto::DOUBLE;
+    case DType::F16: return TensorProto::FLOAT16;
+    case DType::BF16: return TensorProto::BFLOAT16;
+    case DType::I8: return TensorProto::INT8;
+    case DType::I16: return TensorProto::INT16;
+    case DType::I32: return TensorProto::INT32;
+    case DType::I64: return TensorProto::INT64;
+    case DType::U8: return TensorProto::UINT8;
+    case DType::Bool: return TensorProto::BOOL;
+  }
+  return TensorProto::UNDEFINED;
+}
+
+std::string onnx_type_name(int t) {
+  if (TensorProto::DataType_IsValid(t)) return TensorProto::DataType_Name(TensorProto::DataType(t));
+  return str("<unknown element type ", t, ">");
+}
+
+namespace {
+
+// Reads [offset, offset+length) of an external-data file that must lie inside base_dir.
+std::string read_external(const TensorProto& t, const std::string& base_dir, const std::string& where,
+                          int64_t want_bytes) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const auto& kv : t.external_data()) {
+    try {
+      if (kv.key() == "location") location = kv.value();
+      else if (kv.key() == "offset") offset = std::stoll(kv.value());
+      else if (kv.key() == "length") length = std::stoll(kv.value());
+    } catch (const std::exception&) {
+      throw Error(str(where, ": external data field '", kv.key(), "' is not a number: '", kv.value(), "'"));
+    }
+  }
+  KILN_CHECK(!location.empty(), where, ": external data has no 'location'");
+  KILN_CHECK(!base_dir.empty(), where, ": external data '", location,
+             "' cannot be resolved (model was not loaded from a file)");
+  fs::path rel(location);
+  KILN_CHECK(!rel.is_absolute(), where, ": external data location '", location, "' must be relative");
+  for (const auto& part : rel)
+    KILN_CHECK(part != "..", where, ": external data location '", location, "' leaves the model's folder");
+  fs::path full = fs::path(base_dir) / rel;
+  std::error_code ec;
+  auto size = fs::file_size(full, ec);
+  KILN_CHECK(!ec, where, ": cannot open external data file '", full.string(), "'");
+  KILN_CHECK(offset >= 0 && uint64_t(offset) <= size, where, ": external data offset ", offset,
+             " is past the end of '", full.string(), "' (", size, " bytes)");
+  if (length < 0) length = int64_t(size) - offset;
+  KILN_CHECK(length == want_bytes, where, ": external data in '", full.string(), "' has ", length,
+             " bytes, the tensor needs ", want_bytes);
+  KILN_CHECK(uint64_t(offset + length) <= size, where, ": external data range [", offset, ", ",
+             offset + length, ") is past the end of '", full.string(), "' (", size, " bytes)");
+  std::ifstream in(full, std::ios::binary);
+  KILN_CHECK(in.good(), where, ": cannot read external data file '", full.string(), "'");
+  std::string buf(size_t(length), '\0');
+  in.seekg(offset);
+  in.read(buf.data(), length);
+  KILN_CHECK(in.gcount() == length, where, ": short read of external data file '", full.string(), "'");
+  return buf;
+}
+
+template <typename Field>
+void check_count(const Field& f, int64_t n, const std::string& where, const char* field) {
+  KILN_CHECK(int64_t(f.size()) == n, where, ": ", field, " holds ", f.size(), " values, the shape needs ", n);
+}
+
+}  // namespace
+
+HostTensor tensor_from_proto(const TensorProto& t, const std::string& base_dir, const std::string& where,
+                             int64_t max_bytes) {
+  auto dt = dtype_from_onnx(t.data_type());
+  if (!dt)
+    throw UnsupportedError(str(where, ": element type ", onnx_type_name(t.data_type()),
+                               " is not supported by Kiln"));
+  KILN_CHECK(!t.has_segment(), where, ": segmented tensors are not supported");
+  std::vector<int64_t> shape;
+  int64_t n = 1;
+  for (int64_t d : t.dims()) {
+    KILN_CHECK(d >= 0, where, ": negative dim ", d, " in tensor shape");
+    KILN_CHECK(d == 0 || n <= max_bytes / d, where, ": tensor shape is absurdly large");
+    n *= d;
+    shape.push_back(d);
+  }
+  int64_t esize = dtype_size(*dt);
+  KILN_CHECK(n <= max_bytes / esize, where, ": tensor of ", n, " elements exceeds the limit of ",
+             max_bytes, " bytes");
+  HostTensor out = HostTensor::zeros(*dt, shape);
+  int64_t nbytes = n * esize;
+  auto copy_raw = [&](const std::string& raw) {
+    KILN_CHECK(int64_t(raw.size()) == nbytes, where, ": raw data has ", raw.size(),
+               " bytes, the shape ", dims_to_string(shape), " of ", dtype_name(*dt), " needs ", nbytes);
+    if (nbytes) std::memcpy(out.raw(), raw.data(), size_t(nbytes));
+    if (*dt == DType::Bool)  // normalise to 0/1
+      for (int64_t i = 0; i < n; ++i) out.data<uint8_t>()[i] = out.data<uint8_t>()[i] != 0;
+  };
+  if (t.data_location() == TensorProto::EXTERNAL) {
+    copy_raw(read_external(t, base_dir, where, nbytes));
+    return out;
+  }
+  if (t.has_raw_data()) {
+    copy_raw(t.raw_data());
+    return out;
+  }
+  switch (*dt) {
+    case DType::F32:
+      check_count(t.float_data(), n, where, "float_data");
+      for (int64_t i = 0; i < n; ++i) out.data<float>()[i] = t.float_data(int(i));
+      break;
+    case DType::F64:
+      check_count(t.double_data(), n, where, "double_data");
+      for (int64_t i = 0; i < n; ++i) out.data<double>()[i] = t.double_data(int(i));
+      break;
+    case DType::I64:
+      check_count(t.int64_data(), n, where, "int64_data");
+      for (int64_t i = 0; i < n; ++i) out.data<int64_t>()[i] = t.int64_data(int(i));
+      break;
+    case DType::F16:
+    case DType::BF16:  // bit patterns stored in int32_data
+      check_count(t.int32_data(), n, where, "int32_data");
+      for (int64_t i = 0; i < n; ++i) out.data<uint16_t>()[i] = uint16_t(t.int32_data(int(i)));
+      break;
+    default:  // the remaining integer types and bool live in int32_data
+      check_count(t.int32_data(), n, where, "int32_data");
+      for (int64_t i = 0; i < n; ++i) out.set_i64(i, t.int32_data(int(i)));
+      break;
+  }
+  return out;
+}
+
+void tensor_to_proto(const HostTensor& t, TensorProto* out) {
+  out->set_data_type(onnx_from_dtype(t.dtype()));
+  out->clear_dims();
+  for (int64_t d : t.shape()) out->add_dims(d);
+  out->set_raw_data(std::string(static_cast<const char*>(t.raw()), t.nbytes()));
+}
+
+}  // namespace kiln::onnx_import

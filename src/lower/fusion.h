@@ -1,0 +1,69 @@
+// The fusion scheduler: partitions a primitive graph into fused kernels and library calls, asking
+// op traits (elementwise, reduction, movement, contraction), never lists of ops. Every decision
+// and every refusal is recorded with its reason for `explain`. Why: fusion is the step from one
+// memory round trip per op to one per kernel.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "kiln/graph.h"
+
+namespace kiln::lower {
+
+// How a value's bytes exist at run time.
+enum class Residence : uint8_t {
+  kBuffer,    // its own buffer: graph input, constant, or written by a kernel/library call
+  kAlias,     // a reshape of a buffer: the same bytes read with another shape
+  kView,      // a permute/expand/slice (or reshape of one): consumers compute addresses through it
+  kInternal,  // computed inside a fused kernel and never stored
+};
+
+struct FusionGroup {
+  int id = 0;
+  bool library = false;                // one node run by a library call / fallback kernel
+  std::vector<const Node*> nodes;      // in graph order
+  Shape space;                         // iteration space of the full-level values
+  std::vector<bool> reduced;           // per dim of space: reduced by the group's reductions
+  bool has_reduction = false;
+  std::vector<const Value*> outputs;   // values this group stores (used elsewhere or graph outputs)
+  std::set<const Value*> row_level;    // members computed once per kept point (reductions, and
+                                       // elementwise ops of them); all other members are full-level
+  std::string name() const;            // "fused_sub_exp_reduce_sum" / "matmul"
+};
+
+struct FusionDecision {
+  const Node* node = nullptr;
+  int group = -1;
+  std::string action;   // "joins group 3", "starts group 4", "library call", "view", "alias"
+  std::string reason;   // why, including refusals: "not group 2: different iteration space"
+};
+
+struct ScheduleOptions {
+  bool fuse = true;
+  // Whether a generated kernel can compute node n (else it becomes a library call).
+  std::function<bool(const Node&)> can_generate;
+};
+
+struct Schedule {
+  std::vector<FusionGroup> groups;                  // in execution order
+  std::vector<FusionDecision> decisions;
+  std::map<const Value*, Residence> residence;      // every value of the graph
+  std::map<const Value*, int> group_of;             // values computed by a fused group
+  std::map<const Value*, const Value*> alias_root;  // kAlias -> the kBuffer value it re-reads
+
+  Residence residence_of(const Value* v) const { return residence.at(v); }
+  // The buffer value whose bytes v reads: v itself for kBuffer, the root for kAlias.
+  const Value* buffer_of(const Value* v) const;
+  std::string explain() const;
+};
+
+// Whether a value of `shape` lives at the row level of group g (one value per kept point).
+bool is_row_shape(const FusionGroup& g, const Shape& shape);
+
+Schedule schedule(const Graph& g, const ScheduleOptions& options);
+
+}  // namespace kiln::lower

@@ -1,0 +1,50 @@
+// Matrix products with fused epilogues (bias, ReLU, GELU) through cuBLASLt, loaded with dlopen.
+// Why: the GPU backend hands matmul + bias + activation to the vendor library, which reaches the
+// tensor cores' rate, and fuses the epilogue so the product is written once.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "kiln/dtype.h"
+#include "runtime/cuda/caching_allocator.h"
+#include "runtime/cuda/cuda_stream.h"
+
+namespace kiln::cuda {
+
+enum class MatmulEpilogue { None, Bias, Relu, ReluBias, Gelu, GeluBias };
+const char* matmul_epilogue_name(MatmulEpilogue epilogue);
+bool epilogue_has_bias(MatmulEpilogue epilogue);
+
+// Whether libcublasLt could be loaded; the message names what was tried when it could not.
+struct CublasLtStatus {
+  bool loaded = false;
+  std::size_t version = 0;
+  std::string message;
+};
+const CublasLtStatus& cublaslt_status();
+
+// Row-major out[m, n] = epilogue(a[m, k] @ b[k, n] (+ bias[n])), in f32, f16 or bf16, with f32
+// accumulation. The GELU epilogue is cuBLASLt's tanh approximation.
+class LtMatmul {
+ public:
+  static constexpr std::size_t kWorkspaceBytes = std::size_t(32) << 20;
+
+  LtMatmul(int64_t m, int64_t n, int64_t k, DType dtype, MatmulEpilogue epilogue);
+  ~LtMatmul();
+  LtMatmul(const LtMatmul&) = delete;
+  LtMatmul& operator=(const LtMatmul&) = delete;
+
+  // `workspace` holds kWorkspaceBytes; `bias` is ignored (may be 0) without a bias epilogue.
+  void run(DevicePtr a, DevicePtr b, DevicePtr bias, DevicePtr out, DevicePtr workspace,
+           const Stream& stream);
+  double flops() const { return 2.0 * double(m_) * double(n_) * double(k_); }
+
+ private:
+  struct Descriptors;
+  int64_t m_, n_, k_;
+  MatmulEpilogue epilogue_;
+  Descriptors* descriptors_ = nullptr;
+};
+
+}  // namespace kiln::cuda

@@ -1,0 +1,37 @@
+// Module loading and kernel launch through the driver API.
+#include "runtime/cuda/cuda_module.h"
+
+#include "kiln/error.h"
+#include "runtime/cuda/cuda_stream.h"
+
+namespace kiln::cuda {
+
+CudaModule::CudaModule(const std::vector<char>& cubin) {
+  KILN_CHECK(!cubin.empty(), "cannot load an empty cubin");
+  KILN_CU(driver().cuModuleLoadData(&module_, cubin.data()));
+}
+
+CudaModule::~CudaModule() {
+  if (module_) driver().cuModuleUnload(module_);
+}
+
+CUfunction CudaModule::function(const std::string& kernel_name) const {
+  CUfunction function = nullptr;
+  CUresult result = driver().cuModuleGetFunction(&function, module_, kernel_name.c_str());
+  KILN_CHECK(result != CUDA_ERROR_NOT_FOUND, "kernel ", kernel_name, " is not in the module");
+  check_cu(result, "cuModuleGetFunction");
+  return function;
+}
+
+void launch_kernel(CUfunction kernel, const LaunchShape& shape, const Stream& stream, void** args) {
+  KILN_CU(driver().cuLaunchKernel(kernel, shape.grid_x, 1, 1, shape.block_x, 1, 1,
+                                  shape.shared_bytes, stream.handle(), args, nullptr));
+}
+
+int max_active_blocks_per_multiprocessor(CUfunction kernel, int block_threads) {
+  int blocks = 0;
+  KILN_CU(driver().cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, block_threads, 0));
+  return blocks;
+}
+
+}  // namespace kiln::cuda

@@ -1,0 +1,214 @@
+// Running a compiled Executable (see executable.h): bind dims, check guards, place buffers, run
+// the steps, and record one scoreboard entry per kernel or library call.
+#include "runtime/executable.h"
+
+#include <chrono>
+#include <new>
+#include <sstream>
+
+#include "kernels/cpu/eager.h"
+#include "kiln/error.h"
+#include "kiln/interp.h"
+
+namespace kiln::runtime {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double micros(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::micro>(b - a).count();
+}
+
+std::vector<int64_t> eval_shape(const Shape& s, const std::map<std::string, int64_t>& b) {
+  std::vector<int64_t> out;
+  for (const SymInt& d : s) out.push_back(d.evaluate(b));
+  return out;
+}
+
+int64_t value_bytes(const Value* v, const std::map<std::string, int64_t>& b) {
+  return v->type.numel().evaluate(b) * dtype_size(v->type.dtype);
+}
+
+void check_guards(const Graph& g, const std::map<std::string, int64_t>& b) {
+  for (const ShapeGuard& guard : g.guards()) {
+    int64_t lhs = guard.lhs.evaluate(b), rhs = guard.rhs.evaluate(b);
+    KILN_CHECK(lhs == rhs, "guard ", guard.to_string(), " fails for these inputs: ",
+               guard.lhs.to_string(), " = ", lhs, " but ", guard.rhs.to_string(), " = ", rhs);
+  }
+}
+
+}  // namespace
+
+const lower::MemoryPlan& CompiledExecutable::plan_for(const std::vector<int64_t>& syms,
+                                                      const std::map<std::string, int64_t>& b) {
+  auto it = plans_.find(syms);
+  if (it != plans_.end()) return it->second;
+  std::vector<lower::BufferRequest> reqs;
+  for (size_t i = 0; i < arena_values.size(); ++i) {
+    const Value* v = arena_values[i];
+    reqs.push_back({v->name.empty() ? str("%", v->id) : v->name, value_bytes(v, b),
+                    arena_lifetimes[i].first, arena_lifetimes[i].second});
+  }
+  last_requests_ = reqs;
+  return plans_.emplace(syms, lower::plan_memory(reqs)).first->second;
+}
+
+std::vector<HostTensor> CompiledExecutable::run(const std::vector<HostTensor>& inputs, Scoreboard* sb) {
+  std::lock_guard<std::mutex> lock(run_mutex_);
+  const Clock::time_point start = Clock::now();
+  std::map<std::string, int64_t> bindings = interp::bind_symbols(*graph, inputs);
+  check_guards(*graph, bindings);
+  std::vector<int64_t> syms;
+  for (const auto& s : symbols) syms.push_back(bindings.at(s));
+
+  const lower::MemoryPlan& plan = plan_for(syms, bindings);
+  if (plan.arena_bytes > arena_capacity_) {
+    arena_.reset(static_cast<uint8_t*>(::operator new[](size_t(plan.arena_bytes), std::align_val_t(64))));
+    arena_capacity_ = plan.arena_bytes;
+  }
+
+  const auto& outs = graph->outputs();
+  std::vector<HostTensor> results(outs.size());
+  std::map<const Value*, HostTensor> held;
+  auto pointer_of = [&](const Value* v) -> void* {
+    const BufferSlot& slot = slots.at(v);
+    switch (slot.kind) {
+      case BufferSlot::kInput: return const_cast<void*>(inputs[size_t(slot.index)].raw());
+      case BufferSlot::kConstant:
+        return const_cast<void*>(v->producer->attrs.get_tensor("value").raw());
+      case BufferSlot::kOutput: {
+        HostTensor& t = results[size_t(slot.index)];
+        if (!t.defined() || t.raw() == nullptr)
+          t = HostTensor::empty(v->type.dtype, eval_shape(v->type.shape, bindings));
+        return t.raw();
+      }
+      case BufferSlot::kHeld: {
+        auto it = held.find(v);
+        if (it == held.end())
+          it = held.emplace(v, HostTensor::empty(v->type.dtype, eval_shape(v->type.shape, bindings))).first;
+        return it->second.raw();
+      }
+      case BufferSlot::kArena: return arena_.get() + plan.offsets[size_t(slot.index)];
+    }
+    return nullptr;
+  };
+  // A tensor for a library operand: the buffer (re-shaped for an alias).
+  auto tensor_of = [&](const Value* v) -> HostTensor {
+    const Value* root = schedule.buffer_of(v);
+    HostTensor t;
+    const BufferSlot& slot = slots.at(root);
+    if (slot.kind == BufferSlot::kInput) t = inputs[size_t(slot.index)];
+    else if (slot.kind == BufferSlot::kConstant) t = root->producer->attrs.get_tensor("value");
+    else if (slot.kind == BufferSlot::kOutput) { pointer_of(root); t = results[size_t(slot.index)]; }
+    else if (slot.kind == BufferSlot::kHeld) { pointer_of(root); t = held.at(root); }
+    else KILN_ASSERT(false && "library operand placed in the arena");
+    return root == v ? t : t.reshaped(eval_shape(v->type.shape, bindings));
+  };
+
+  int nthreads = options.num_threads;
+  if (nthreads > 0) eager::set_num_threads(nthreads);
+  std::vector<void*> ptrs;
+  double kernel_total_us = 0;
+  for (size_t step_index = 0; step_index < steps.size(); ++step_index) {
+    const Step& step = steps[step_index];
+    KernelRecord rec;
+    rec.name = step.name;
+    rec.source_ops = step.source_ops;
+    if (step.library) {
+      std::vector<HostTensor> in;
+      for (const Value* v : step.node->inputs) in.push_back(tensor_of(v));
+      const Clock::time_point t0 = Clock::now();
+      std::vector<HostTensor> produced;
+      try {
+        produced = eager::run_op(step.node->op, step.node->attrs, in);
+      } catch (const Error& e) {
+        throw Error(str(step.node->describe(), ": ", e.what()));
+      }
+      rec.time_us = micros(t0, Clock::now());
+      for (size_t i = 0; i < produced.size(); ++i) {
+        const Value* v = step.node->outputs[i];
+        // Views returned by eager share the operand's storage; outputs must own theirs.
+        for (const HostTensor& t : in)
+          if (produced[i].raw() == t.raw() && produced[i].nbytes() > 0) produced[i] = produced[i].clone();
+        const BufferSlot& slot = slots.at(v);
+        if (slot.kind == BufferSlot::kOutput) results[size_t(slot.index)] = produced[i];
+        else held[v] = produced[i];
+        rec.bytes_written += int64_t(produced[i].nbytes());
+      }
+      for (const HostTensor& t : in) rec.bytes_read += int64_t(t.nbytes());
+    } else {
+      const lower::LoweredKernel& lk = kernels[size_t(step.kernel)];
+      ptrs.clear();
+      for (size_t p = 0; p < lk.param_values.size(); ++p) {
+        ptrs.push_back(pointer_of(lk.param_values[p]));
+        int64_t bytes = value_bytes(lk.param_values[p], bindings);
+        (lk.kernel.params[p].is_output ? rec.bytes_written : rec.bytes_read) += bytes;
+      }
+      int status = 0;
+      const Clock::time_point t0 = Clock::now();
+      step.fn(ptrs.data(), syms.data(), nthreads, &status);
+      rec.time_us = micros(t0, Clock::now());
+      rec.flops = double(lk.kernel.iterations.evaluate(bindings)) * lk.kernel.ops_per_point;
+      if (status != 0) {
+        std::string nodes;
+        for (const Node* n : schedule.groups[step_index].nodes) nodes += " " + n->describe();
+        throw Error(str("kernel ", step.name, ": integer division or modulo by zero in one of:", nodes));
+      }
+    }
+    kernel_total_us += rec.time_us;
+    if (sb) sb->add(std::move(rec));
+  }
+  // Outputs that are not written by a step: graph inputs, constants, aliases, repeated values.
+  for (size_t i = 0; i < outs.size(); ++i) {
+    if (results[i].defined() && results[i].raw() != nullptr) continue;
+    const Value* v = outs[i];
+    const BufferSlot& slot = slots.at(v);
+    if (slot.kind == BufferSlot::kOutput && size_t(slot.index) != i) {
+      pointer_of(v);
+      results[i] = results[size_t(slot.index)].clone();
+    } else {
+      results[i] = tensor_of(v).clone();
+    }
+  }
+  if (sb) sb->add_dispatch_us(micros(start, Clock::now()) - kernel_total_us);
+  return results;
+}
+
+std::string CompiledExecutable::explain() const {
+  std::ostringstream os;
+  os << "== compiled graph '" << graph->name() << "': " << stats_.kernels_generated
+     << " generated kernels, " << stats_.library_calls << " library calls ==\n";
+  if (!symbols.empty()) {
+    os << "symbolic dims passed to kernels at run time:";
+    for (size_t i = 0; i < symbols.size(); ++i) os << " s" << i << "=" << symbols[i];
+    os << "\n";
+  }
+  for (const auto& note : decomposition_notes) os << note << "\n";
+  os << schedule.explain();
+  os << "steps:\n";
+  for (const Step& s : steps) os << "  " << s.name << (s.library ? "  [library call]" : "") << "\n";
+  os << "\n== Loop IR ==\n";
+  for (const auto& k : kernels) os << lower::print_kernel(k.kernel) << "\n";
+  // The memory plan for static graphs (symbolic graphs plan per binding at run time).
+  bool is_static = true;
+  for (const Value* in : graph->inputs()) is_static &= in->type.is_static();
+  os << "== memory ==\n";
+  if (is_static) {
+    std::vector<lower::BufferRequest> reqs;
+    for (size_t i = 0; i < arena_values.size(); ++i) {
+      const Value* v = arena_values[i];
+      reqs.push_back({v->name.empty() ? str("%", v->id) : v->name,
+                      v->type.numel().constant() * dtype_size(v->type.dtype), arena_lifetimes[i].first,
+                      arena_lifetimes[i].second});
+    }
+    os << lower::plan_memory(reqs).to_string(reqs);
+  } else {
+    os << "planned per binding of the symbolic dims on first run with those dims\n";
+  }
+  os << "\n== compiler ==\n" << compiler_command << "\ncache key " << stats_.cache_key
+     << (stats_.cache_hit ? " (hit)" : " (miss)") << ", shared object " << stats_.shared_object << "\n";
+  os << "\n== generated source ==\n" << source_;
+  return os.str();
+}
+
+}  // namespace kiln::runtime

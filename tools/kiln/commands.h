@@ -1,0 +1,25 @@
+// The `kiln` CLI's subcommands. Why: main.cc only wires them together, so each later command
+// (compile, gap, explain, dump) is one new file with one add_*_command function.
+#pragma once
+
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+namespace kiln::cli {
+
+// Options every subcommand sees (set on the top-level app).
+struct GlobalOptions {
+  int threads = 0;  // 0: the OpenMP default
+};
+
+// A registered subcommand: its CLI11 app, and what to run when it was chosen. Returns the exit code.
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<int(const GlobalOptions&)> run;
+};
+
+// `kiln run`: runs a model eagerly and traced, checks they agree, prints the scoreboard.
+Command add_run_command(CLI::App& parent);
+
+}  // namespace kiln::cli
