@@ -181,10 +181,13 @@ HostTensor parse_tensor(Lexer& lx) {
     if (d < 0) lx.fail("negative dimension in tensor literal");
   HostTensor t = HostTensor::empty(*dtype, dims);
   lx.skip();
+  size_t values_start = lx.pos;  // size errors point at the start of the values
   if (lx.pos < lx.text.size() && lx.text[lx.pos] == '"') {
     std::string hex = lx.quoted();
-    if (hex.size() != 2 + 2 * t.nbytes() || hex.compare(0, 2, "0x") != 0)
+    if (hex.size() != 2 + 2 * t.nbytes() || hex.compare(0, 2, "0x") != 0) {
+      lx.pos = values_start;
       lx.fail(str("hex tensor literal needs ", t.nbytes(), " bytes"));
+    }
     auto* bytes = static_cast<uint8_t*>(t.raw());
     auto nib = [&](char c) -> int {
       if (c >= '0' && c <= '9') return c - '0';
@@ -201,7 +204,10 @@ HostTensor parse_tensor(Lexer& lx) {
     else t.set_i64(i, lx.integer());
     ++i;
   });
-  if (i != t.numel()) lx.fail(str("tensor literal has ", i, " values, shape needs ", t.numel()));
+  if (i != t.numel()) {
+    lx.pos = values_start;
+    lx.fail(str("tensor literal has ", i, " values, shape needs ", t.numel()));
+  }
   return t;
 }
 

@@ -1,6 +1,7 @@
 // Parses the text IR written by printer.cc back into a Graph. Why: pass tests and bug reports are
 // text, so the parser must rebuild exactly what was printed and say where text is wrong. Nodes are
 // built through Graph::add_node, so parsed graphs are typed at birth like any other.
+#include <algorithm>
 #include <unordered_map>
 
 #include "ir/text_syntax.h"
@@ -90,6 +91,8 @@ class Parser {
       if (msg.size() > echo.size() && msg.compare(msg.size() - echo.size(), echo.size(), echo) == 0)
         msg.resize(msg.size() - echo.size());
       fail_at(at, context + ": " + msg);
+    } catch (const std::exception& e) {  // e.g. bad_alloc for an absurd tensor literal shape
+      fail_at(pos_, context + ": " + e.what());
     }
   }
 
@@ -275,7 +278,7 @@ class Parser {
     std::vector<Value*> outs;
     try {
       outs = graph_->add_node(*op, operands, std::move(attrs), node_name);
-    } catch (const Error& e) {
+    } catch (const std::exception& e) {
       fail_at(op_at, e.what());
     }
     if (types.size() != outs.size())

@@ -106,7 +106,7 @@ struct Gen {
     if (kind == 8 && opt.views && rank > 0) {
       switch (pick(4)) {
         case 0: {
-          std::vector<int64_t> perm(size_t(rank));
+          std::vector<int64_t> perm(static_cast<size_t>(rank));
           std::iota(perm.begin(), perm.end(), 0);
           std::shuffle(perm.begin(), perm.end(), rng);
           return g.add(Op::Permute, {x}, {{"perm", perm}});

@@ -44,10 +44,20 @@ class Importer {
     return it->second;
   }
   void bind(const std::string& name, Value* v) { values_[name] = v; }
+  // Concrete value if known, including integer vectors whose symbolic dims all turned constant
+  // (Shape of a statically shaped tensor and what is computed from it).
   std::optional<HostTensor> known(const Value* v) const {
     auto it = known_.find(v);
-    if (it == known_.end()) return std::nullopt;
-    return it->second;
+    if (it != known_.end()) return it->second;
+    auto d = dims_.find(v);
+    if (d == dims_.end() || v->type.rank() > 1) return std::nullopt;
+    for (const auto& x : d->second)
+      if (!x.is_constant()) return std::nullopt;
+    std::vector<int64_t> shape;
+    if (v->type.rank() == 1) shape.push_back(int64_t(d->second.size()));
+    HostTensor t = HostTensor::zeros(v->type.dtype, shape);
+    for (size_t i = 0; i < d->second.size(); ++i) t.set_i64(int64_t(i), d->second[i].constant());
+    return t;
   }
   std::optional<std::vector<SymInt>> known_dims(const Value* v) const;
   std::vector<Value*> emit(Op op, const std::vector<Value*>& operands, Attrs attrs, const std::string& node_name);

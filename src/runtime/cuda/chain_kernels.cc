@@ -40,10 +40,12 @@ void ChainKernels::launch_fused(const std::vector<ChainStep>& steps, DType dtype
              ": device pointers must be 16-byte aligned");
   const Compiled& kernel = compiled(steps, dtype);
   const int64_t vectors = std::max<int64_t>(1, n / chain_vector_width(dtype));
-  const int64_t wanted = (vectors + options_.block_threads - 1) / options_.block_threads;
+  const int64_t per_block = int64_t(options_.block_threads) * options_.vectors_per_thread;
+  const int64_t covering = (vectors + per_block - 1) / per_block;
   LaunchShape shape;
   shape.block_x = unsigned(options_.block_threads);
-  shape.grid_x = unsigned(std::clamp<int64_t>(wanted, 1, kernel.max_blocks));
+  shape.grid_x = unsigned(options_.persistent_grid ? std::clamp<int64_t>(covering, 1, kernel.max_blocks)
+                                                   : std::clamp<int64_t>(covering, 1, 0x7fffffff));
   long long count = n;
   void* args[] = {&in, &out, &count};
   launch_kernel(kernel.function, shape, stream, args);

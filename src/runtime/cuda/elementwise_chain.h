@@ -57,7 +57,12 @@ int chain_vector_width(DType dtype);
 
 struct ChainKernelOptions {
   int block_threads = 256;
-  int vectors_per_thread = 2;  // 16-byte loads a thread issues before its first store
+  int vectors_per_thread = 1;  // 16-byte loads a thread issues before its first store
+  // true: as many blocks as fit on the device at once, looping over the data (grid-stride);
+  // false: enough blocks to cover the data once (each thread does one loop step). On the H200
+  // (2026-11-29, bench/results/gpu-h200-gap.md) covering with 1 vector per thread ran a bf16
+  // 8-op chain at 88-93% of cuMemcpyDtoD bandwidth, the persistent grid at 80-84%.
+  bool persistent_grid = false;
 };
 
 // The kernel's extern "C" name: "kiln_chain_bf16_mul_add_relu" (no steps: "kiln_chain_bf16_copy").

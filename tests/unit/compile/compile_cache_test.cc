@@ -9,7 +9,7 @@
 #include <fstream>
 #include <thread>
 
-#include "compile/compile_test_util.h"
+#include "unit/compile/compile_test_util.h"
 #include "runtime/compile_cache.h"
 
 namespace kiln::testing {

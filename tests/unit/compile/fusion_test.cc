@@ -3,7 +3,7 @@
 // matmul epilogues, views read through index arithmetic, odd sizes and dtypes.
 #include <gtest/gtest.h>
 
-#include "compile/compile_test_util.h"
+#include "unit/compile/compile_test_util.h"
 
 namespace kiln::testing {
 namespace {

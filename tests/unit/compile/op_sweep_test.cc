@@ -7,7 +7,7 @@
 #include <set>
 
 #include "common/op_samples.h"
-#include "compile/compile_test_util.h"
+#include "unit/compile/compile_test_util.h"
 
 namespace kiln::testing {
 namespace {

@@ -29,10 +29,10 @@ TEST(ElementwiseChainSource, Bf16KernelUses16ByteVectorsAndRoundsOnStore) {
                             "void* __restrict__ out_raw, long long n)"))
       << src;
   EXPECT_TRUE(contains(src, "const long long vectors = n / 8;")) << src;
-  EXPECT_TRUE(contains(src, "uint4 v[2];")) << src;
+  EXPECT_TRUE(contains(src, "uint4 v[1];")) << src;
   EXPECT_TRUE(contains(src, "cvt.rn.bf16.f32")) << src;
   EXPECT_TRUE(contains(src, "__uint_as_float(((unsigned)v) << 16)")) << src;
-  EXPECT_TRUE(contains(src, "i += 2 * stride")) << src;  // grid-stride loop
+  EXPECT_TRUE(contains(src, "i += 1 * stride")) << src;  // grid-stride loop
   EXPECT_TRUE(contains(src, "for (long long j = vectors * 8 + first; j < n; j += stride)")) << src;
 }
 

@@ -3,6 +3,8 @@
 // must not depend on the thread count, and user errors that must be kiln::Error.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "kernels/cpu/eager.h"
 #include "kiln/interp.h"
 #include "unit/eager/eager_compare.h"

@@ -155,3 +155,14 @@ TEST(TextIRErrors, TruncatedAndCorruptedTextFailsCleanly) {
     }
   }
 }
+
+TEST(TextIRErrors, TensorLiteralsOfTheWrongSize) {
+  expect_error(graph_with("  %0 = constant() {value = dense<f32[2]>[1.0]} : f32[2]"), 2, 41,
+               "tensor literal has 1 values, shape needs 2");
+  expect_error(graph_with("  %0 = constant() {value = dense<u8[2]>\"0x01\"} : u8[2]"), 2, 40,
+               "hex tensor literal needs 2 bytes");
+  // An absurd shape fails as a parse error too, whether allocation or the value count stops it.
+  std::string msg = parse_error(graph_with("  %0 = constant() {value = dense<f32[99999999999999]>[]} : f32[1]"));
+  EXPECT_EQ(msg.rfind("line 2, column ", 0), 0u) << msg;
+  EXPECT_NE(msg.find("bad value for attribute 'value' (tensor)"), std::string::npos) << msg;
+}
