@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Longer random-graph run of the compiled CPU path against the interpreter.
 # Usage: scripts/fuzz_compile.sh [count=3000] [first_seed=100000] [build_dir=build-compile]
-# Every mismatch found becomes a regression test in tests/unit/compile/regression_test.cc.
+# A mismatch prints the graph's text IR and seed: add it as a test in tests/unit/compile/.
 set -euo pipefail
 count=${1:-3000}
 seed=${2:-100000}

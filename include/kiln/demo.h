@@ -3,6 +3,8 @@
 // the whole capture path end to end, and tests use the same models.
 #pragma once
 
+#include <memory>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -67,6 +69,9 @@ struct DemoResult {
   int num_traces = 0;                     // 1 when the dynamic batch dim avoided re-tracing
   std::string graph_summary;              // "23 nodes, inputs f32[B, 64]"
   Scoreboard eager_scoreboard;            // the eager run at the first input shape
+  std::shared_ptr<const Graph> graph;     // the traced graph (a copy), for compiling
+  HostTensor first_input;                 // the first input...
+  HostTensor reference_output;            // ...and the interpreter's output on it
   bool ok() const { return agreement.within_tolerance && num_traces == 1; }
 };
 

@@ -110,6 +110,7 @@ static uint16_t encode_narrow(double d, int man_bits, int exp_bits) {
   const int emin = 1 - bias;
   int q = (unbiased < emin ? emin : unbiased) - man_bits;
   double r = round_to_quantum(a, q);
+  if (r == 0) return sign;  // underflow: rounds to a signed zero
   std::frexp(r, &e);
   unbiased = e - 1;
   if (unbiased > bias) return uint16_t(sign | inf);  // overflow to infinity

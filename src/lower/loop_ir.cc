@@ -142,7 +142,7 @@ void print_stmts(std::ostringstream& os, const std::vector<Stmt>& body, int dept
         os << pad << "for " << s.var << " in 0.." << s.extent.to_string();
         if (s.parallel)
           os << " parallel" << (s.collapse > 1 ? str("(collapse ", s.collapse, ")") : "")
-             << " if work >= " << s.parallel_work.to_string();
+             << " (work " << s.parallel_work.to_string() << ")";
         if (s.vectorize) os << " vector";
         os << ":\n";
         print_stmts(os, s.body, depth + 1);

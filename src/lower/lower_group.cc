@@ -170,7 +170,8 @@ struct GroupLowering {
       std::vector<Stmt> body;
       full_body = &body;
       full_memo.clear();
-      ScalarPtr v = full_value(n->inputs[0]);
+      const Value* x = n->inputs[0];
+      ScalarPtr v = in_group(x) ? full_value(x) : load_external(x, F);
       body.push_back(Stmt::acc_update(acc, dt, fold, v));
       append_loops(row, reduced, std::move(body));
       ScalarPtr result = Scalar::ref(dt, acc);

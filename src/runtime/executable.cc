@@ -59,7 +59,11 @@ std::vector<HostTensor> CompiledExecutable::run(const std::vector<HostTensor>& i
   std::map<std::string, int64_t> bindings = interp::bind_symbols(*graph, inputs);
   check_guards(*graph, bindings);
   std::vector<int64_t> syms;
-  for (const auto& s : symbols) syms.push_back(bindings.at(s));
+  std::map<std::string, int64_t> kernel_bindings;  // kernels name extents s0, s1...
+  for (const auto& s : symbols) {
+    kernel_bindings[str("s", syms.size())] = bindings.at(s);
+    syms.push_back(bindings.at(s));
+  }
 
   const lower::MemoryPlan& plan = plan_for(syms, bindings);
   if (plan.arena_bytes > arena_capacity_) {
@@ -120,7 +124,7 @@ std::vector<HostTensor> CompiledExecutable::run(const std::vector<HostTensor>& i
       const Clock::time_point t0 = Clock::now();
       std::vector<HostTensor> produced;
       try {
-        produced = eager::run_op(step.node->op, step.node->attrs, in);
+        produced = eager::run_op(step.node->op, eager::bind_shape_attrs(step.node->attrs, bindings), in);
       } catch (const Error& e) {
         throw Error(str(step.node->describe(), ": ", e.what()));
       }
@@ -148,7 +152,7 @@ std::vector<HostTensor> CompiledExecutable::run(const std::vector<HostTensor>& i
       const Clock::time_point t0 = Clock::now();
       step.fn(ptrs.data(), syms.data(), nthreads, &status);
       rec.time_us = micros(t0, Clock::now());
-      rec.flops = double(lk.kernel.iterations.evaluate(bindings)) * lk.kernel.ops_per_point;
+      rec.flops = double(lk.kernel.iterations.evaluate(kernel_bindings)) * lk.kernel.ops_per_point;
       if (status != 0) {
         std::string nodes;
         for (const Node* n : schedule.groups[step_index].nodes) nodes += " " + n->describe();
@@ -162,8 +166,9 @@ std::vector<HostTensor> CompiledExecutable::run(const std::vector<HostTensor>& i
   for (size_t i = 0; i < outs.size(); ++i) {
     if (results[i].defined() && results[i].raw() != nullptr) continue;
     const Value* v = outs[i];
-    const BufferSlot& slot = slots.at(v);
-    if (slot.kind == BufferSlot::kOutput && size_t(slot.index) != i) {
+    auto it = slots.find(v);
+    if (it != slots.end() && it->second.kind == BufferSlot::kOutput && size_t(it->second.index) != i) {
+      const BufferSlot& slot = it->second;
       pointer_of(v);
       results[i] = results[size_t(slot.index)].clone();
     } else {

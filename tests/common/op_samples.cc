@@ -185,6 +185,22 @@ std::vector<OpSample> build() {
   add(v, "random_normal/f64", Op::RandomNormal, {},
       {{"shape", Shape{13}}, {"mean", 1.0}, {"std", 0.5}, {"seed", int64_t(7)}, {"dtype", DType::F64}});
   add(v, "shape_of/f32", Op::ShapeOf, {T(DType::F32, {2, 3, 5})});
+
+  // Ops added for the ONNX frontend.
+  for (DType d : {DType::F32, DType::F64, DType::I32})
+    add(v, str("cumsum/", dn(d)), Op::CumSum, {T(d, {3, 7})}, {{"axis", int64_t(1)}});
+  add(v, "cumsum/exclusive_reverse/f32", Op::CumSum, {T(DType::F32, {5, 4})},
+      {{"axis", int64_t(0)}, {"exclusive", int64_t(1)}, {"reverse", int64_t(1)}});
+  add(v, "topk/f32", Op::TopK, {T(DType::F32, {3, 11})}, {{"k", int64_t(4)}});
+  add(v, "topk/smallest_axis0/i32", Op::TopK, {T(DType::I32, {7, 3})},
+      {{"k", int64_t(2)}, {"axis", int64_t(0)}, {"largest", int64_t(0)}}, {{-50, 50}});
+  add(v, "conv_transpose2d/f32", Op::ConvTranspose2d,
+      {T(DType::F32, {2, 4, 5, 6}), T(DType::F32, {4, 3, 3, 3}), T(DType::F32, {6})},
+      {{"strides", Ints{2, 1}}, {"pads", Ints{1, 0, 1, 1}}, {"output_padding", Ints{1, 0}}, {"groups", int64_t(2)}});
+  add(v, "resize/nearest/f32", Op::Resize, {T(DType::F32, {1, 2, 3, 5})},
+      {{"sizes", Shape{1, 2, 7, 9}}, {"scales", std::vector<double>{1, 1, 7.0 / 3, 9.0 / 5}}});
+  add(v, "resize/linear/f32", Op::Resize, {T(DType::F32, {1, 2, 4, 3})},
+      {{"sizes", Shape{1, 2, 7, 8}}, {"scales", std::vector<double>{1, 1, 7.0 / 4, 8.0 / 3}}, {"mode", std::string("linear")}});
   return v;
 }
 }  // namespace

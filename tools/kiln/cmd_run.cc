@@ -1,11 +1,14 @@
-// `kiln run`: with no model, runs the built-in demo (an MLP and a transformer block) eagerly and
-// through trace + interpreter, reports how well they agree, and prints the eager scoreboard.
+// `kiln run`: with no model, runs the built-in demo (an MLP and a transformer block) eagerly, through
+// trace + interpreter, and optimised + compiled; reports how well they agree and the scoreboards.
+// With an ONNX model, hands over to run_model (cmd_run_model.cc).
 #include <iostream>
 #include <memory>
 
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "run_compiled.h"
+#include "run_model.h"
 #include "kernels/cpu/eager.h"
 #include "kiln/demo.h"
 #include "kiln/error.h"
@@ -14,15 +17,42 @@ namespace kiln::cli {
 
 namespace {
 struct RunOptions {
+  std::string model;
+  bool eager_only = false;
+  bool no_optimize = false;
+  ModelRunOptions model_options;
   bool json = false;
   uint64_t seed = 0;
   double atol = 1e-4;
   double rtol = 1e-3;
 };
 
-int print_text(const std::vector<demo::DemoResult>& results, const GlobalOptions& global) {
-  std::cout << "kiln run: built-in demo (no model given), " << eager::num_threads()
-            << " threads" << (global.threads == 0 ? " (default)" : "") << "\n\n";
+// The compiled side of one demo model: optimise + compile the traced graph, run it on the first
+// input, and compare with the interpreter's output.
+struct CompiledDemo {
+  Scoreboard scoreboard;
+  demo::Agreement agreement;
+  PassStats pass_stats;
+  CompileStats compile_stats;
+};
+
+CompiledDemo compile_demo(const demo::DemoResult& r, const RunOptions& options, const GlobalOptions& global) {
+  ExecOptions exec;
+  exec.optimize = !options.no_optimize;
+  exec.threads = global.threads;
+  CompiledGraph compiled = optimize_and_compile(*r.graph, exec);
+  CompiledDemo out;
+  std::vector<HostTensor> outs = run_measured(*compiled.executable, {r.first_input}, out.scoreboard);
+  out.agreement = demo::compare(r.reference_output, outs.at(0), options.atol, options.rtol);
+  out.pass_stats = compiled.pass_stats;
+  out.compile_stats = compiled.executable->stats();
+  return out;
+}
+
+int print_text(const std::vector<demo::DemoResult>& results, const std::vector<CompiledDemo>& compiled,
+               const GlobalOptions& global) {
+  std::cout << "kiln run: built-in demo (no model given); eager threads: " << eager::num_threads()
+            << (global.threads == 0 ? " (default)" : "") << "\n\n";
   bool all_ok = true;
   for (const demo::DemoResult& r : results) {
     std::string shapes;
@@ -35,13 +65,25 @@ int print_text(const std::vector<demo::DemoResult>& results, const GlobalOptions
               << r.eager_scoreboard.table(str(r.model, ": eager scoreboard at ", r.input_shapes.at(0)))
               << "\n";
     all_ok = all_ok && r.ok();
+    if (&r - results.data() < std::ptrdiff_t(compiled.size())) {
+      const CompiledDemo& c = compiled[size_t(&r - results.data())];
+      std::cout << r.model << ": optimised (" << c.pass_stats.nodes_before << " -> "
+                << c.pass_stats.nodes_after << " nodes) + compiled ("
+                << c.compile_stats.kernels_generated << " generated kernels, "
+                << c.compile_stats.library_calls << " library calls, "
+                << (c.compile_stats.cache_hit ? "cache hit" : str(c.compile_stats.compile_ms, " ms in the C++ compiler"))
+                << ") vs interpreter on " << r.input_shapes.at(0) << "\n  " << c.agreement.to_string() << "\n\n"
+                << c.scoreboard.table(str(r.model, ": compiled scoreboard at ", r.input_shapes.at(0))) << "\n"
+                << r.model << ": " << versus_line(r.eager_scoreboard, c.scoreboard) << "\n\n";
+      all_ok = all_ok && c.agreement.within_tolerance;
+    }
   }
-  std::cout << (all_ok ? "OK: eager and traced results agree for every demo model\n"
-                       : "MISMATCH: eager and traced results differ (see above)\n");
+  std::cout << (all_ok ? "OK: eager, traced and compiled results agree for every demo model\n"
+                       : "MISMATCH: results differ (see above)\n");
   return all_ok ? 0 : 1;
 }
 
-int print_json(const std::vector<demo::DemoResult>& results) {
+int print_json(const std::vector<demo::DemoResult>& results, const std::vector<CompiledDemo>& compiled) {
   nlohmann::json out;
   out["threads"] = eager::num_threads();
   out["models"] = nlohmann::json::array();
@@ -56,6 +98,15 @@ int print_json(const std::vector<demo::DemoResult>& results) {
                              {"ok", r.ok()},
                              {"eager_scoreboard", nlohmann::json::parse(r.eager_scoreboard.to_json())}});
     all_ok = all_ok && r.ok();
+    size_t i = size_t(&r - results.data());
+    if (i < compiled.size()) {
+      const CompiledDemo& c = compiled[i];
+      auto& m = out["models"].back();
+      m["compiled_max_abs_error"] = c.agreement.max_abs_error;
+      m["compiled_within_tolerance"] = c.agreement.within_tolerance;
+      m["compiled_scoreboard"] = nlohmann::json::parse(c.scoreboard.to_json());
+      all_ok = all_ok && c.agreement.within_tolerance;
+    }
   }
   out["ok"] = all_ok;
   std::cout << out.dump(2) << "\n";
@@ -66,8 +117,15 @@ int print_json(const std::vector<demo::DemoResult>& results) {
 Command add_run_command(CLI::App& parent) {
   auto options = std::make_shared<RunOptions>();
   CLI::App* app = parent.add_subcommand(
-      "run", "Run a model eagerly and traced, check they agree, print the scoreboard. With no "
-             "model: the built-in demo (an MLP and a transformer block).");
+      "run", "Run a model (an .onnx file) optimised and compiled, or eagerly, and print its outputs "
+             "and the scoreboard. With no model: the built-in demo (an MLP and a transformer block) "
+             "run eagerly, traced + interpreted and compiled, checked to agree.");
+  app->add_option("model", options->model, "An ONNX model (.onnx); none: the built-in demo");
+  app->add_flag("--eager", options->eager_only, "One kernel per op (the baseline); no compilation");
+  app->add_flag("--compile", [options](int64_t) { options->eager_only = false; },
+                "Optimise and compile (the default)");
+  app->add_flag("--no-optimize", options->no_optimize, "Skip the graph optimizer before compiling");
+  add_model_options(*app, options->model_options);
   app->add_flag("--json", options->json, "Print the results and scoreboards as JSON");
   app->add_option("--seed", options->seed, "Seed of the demo's weights and inputs");
   app->add_option("--atol", options->atol, "Absolute tolerance of the eager/traced comparison");
@@ -77,8 +135,18 @@ Command add_run_command(CLI::App& parent) {
                    demo_options.seed = options->seed;
                    demo_options.atol = options->atol;
                    demo_options.rtol = options->rtol;
+                   if (!options->model.empty()) {
+                     ExecOptions exec;
+                     exec.compile = !options->eager_only;
+                     exec.optimize = !options->no_optimize;
+                     exec.threads = global.threads;
+                     return run_model(options->model, options->model_options, exec, options->json);
+                   }
                    std::vector<demo::DemoResult> results = demo::run_demo(demo_options);
-                   return options->json ? print_json(results) : print_text(results, global);
+                   std::vector<CompiledDemo> compiled;
+                   if (!options->eager_only)
+                     for (const auto& r : results) compiled.push_back(compile_demo(r, *options, global));
+                   return options->json ? print_json(results, compiled) : print_text(results, compiled, global);
                  }};
 }
 

@@ -243,13 +243,13 @@ struct Printer {
   void emit_for(const Stmt& st, int depth) {
     std::vector<const Stmt*> accs;
     outer_accumulators(st.body, {}, accs);
-    // OpenMP can combine sum/prod and integer max/min; float max/min must keep NaN semantics.
+    // Float max/min use the NaN-propagating reductions declared in the prelude.
     std::string clauses;
     bool combinable = true;
     for (const Stmt* a : accs) {
       bool fl = is_float(a->dtype);
       const char* op = a->fold == Fold::Sum ? "+" : a->fold == Fold::Prod ? "*" : a->fold == Fold::Max ? "max" : "min";
-      if (fl && (a->fold == Fold::Max || a->fold == Fold::Min)) combinable = false;
+      if (fl && (a->fold == Fold::Max || a->fold == Fold::Min)) op = a->fold == Fold::Max ? "kiln_max" : "kiln_min";
       clauses += str(" reduction(", op, ":", a->name, ")");
     }
     if (target.openmp && combinable) {

@@ -70,6 +70,13 @@ template <typename T> inline T kiln_acc_max(T acc, T v) {
 template <typename T> inline T kiln_acc_min(T acc, T v) {
   return (std::isnan(v) || v < acc) ? (std::isnan(acc) ? acc : v) : acc;
 }
+}  // namespace
+// NaN-propagating max/min are order-independent, so OpenMP may combine them across lanes/threads.
+#pragma omp declare reduction(kiln_max : float : omp_out = kiln_acc_max(omp_out, omp_in)) initializer(omp_priv = -std::numeric_limits<float>::infinity())
+#pragma omp declare reduction(kiln_max : double : omp_out = kiln_acc_max(omp_out, omp_in)) initializer(omp_priv = -std::numeric_limits<double>::infinity())
+#pragma omp declare reduction(kiln_min : float : omp_out = kiln_acc_min(omp_out, omp_in)) initializer(omp_priv = std::numeric_limits<float>::infinity())
+#pragma omp declare reduction(kiln_min : double : omp_out = kiln_acc_min(omp_out, omp_in)) initializer(omp_priv = std::numeric_limits<double>::infinity())
+namespace {
 template <typename T> inline T kiln_clamp(T x, double lo, double hi) {
   if (std::isnan(x)) return x;
   return double(x) < lo ? T(lo) : (double(x) > hi ? T(hi) : x);

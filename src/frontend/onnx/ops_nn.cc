@@ -112,12 +112,16 @@ void conv_transpose(NodeCtx& c) {
   auto pads = c.attr_ints("pads", std::vector<int64_t>(size_t(2 * std::max(spatial, 0)), 0));
   if (spatial < 1) c.fail("input must be [N, C, spatial...]");
   if (spatial > 2) c.unsupported(str(spatial, "-D transposed convolution"));
+  if (int(kernel.size()) != spatial || int(strides.size()) != spatial || int(dil.size()) != spatial ||
+      int(out_pad.size()) != spatial || int(pads.size()) != 2 * spatial)
+    c.fail("kernel_shape, strides, dilations, output_padding and pads must match the spatial rank");
   std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
   auto output_shape = c.attr_ints("output_shape");
   if (!output_shape.empty() || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
     for (int i = 0; i < spatial; ++i) {
       auto in = x->type.shape[size_t(2 + i)].maybe_constant();
       if (!in) c.unsupported("output_shape/auto_pad on a symbolic spatial dim");
+      if (!output_shape.empty() && int(output_shape.size()) < spatial) c.fail("output_shape is too short");
       int64_t want = !output_shape.empty() ? output_shape[output_shape.size() - size_t(spatial) + size_t(i)]
                                            : *in * strides[size_t(i)];
       int64_t total = strides[size_t(i)] * (*in - 1) + out_pad[size_t(i)] + (kernel[size_t(i)] - 1) * dil[size_t(i)] + 1 - want;
@@ -296,6 +300,8 @@ void einsum(NodeCtx& c) {
   if (arrow != std::string::npos) out = eq.substr(arrow + 2);
   else
     for (auto& [ch, n] : count) if (n == 1) out += ch;
+  for (char ch : out)
+    if (!count.count(ch)) c.fail(str("output letter '", ch, "' appears in no operand"));
   std::vector<Term> terms;
   for (size_t i = 0; i < specs.size(); ++i) {
     Value* v = c.input(int(i));

@@ -26,6 +26,7 @@ Tensor TraceContext::wrap(Value* v) const {
   traced->value = v;
   traced->trace_id = id_;
   traced->type = v->type;
+  traced->value_id = v->id;
   return Tensor::from_traced(std::move(traced));
 }
 
@@ -122,7 +123,7 @@ double Tensor::item() const {
 
 std::string Tensor::to_string(int max_elems) const {
   if (!defined()) return "undefined";
-  if (traced_) return str("traced ", traced_->type.to_string(), " (%", traced_->value->id, ")");
+  if (traced_) return str("traced ", traced_->type.to_string(), " (%", traced_->value_id, ")");
   return host_.to_string(max_elems);
 }
 

@@ -18,6 +18,7 @@ struct TracedValue {
   Value* value = nullptr;
   uint64_t trace_id = 0;
   TensorType type;
+  int value_id = 0;  // for printing, valid even after the graph is gone
 };
 
 class TraceContext {

@@ -25,3 +25,20 @@ void set_num_threads(int n);
 int num_threads();
 
 }  // namespace kiln::eager
+
+#include <map>
+#include <string>
+
+#include "kiln/graph.h"
+
+namespace kiln::eager {
+
+// Runs a whole graph eagerly: one eager::run_op per node, in order (symbolic dims and shape
+// attributes bound from the inputs). Why: the one-kernel-per-op baseline for imported models.
+// Shape attributes may name symbolic dims (reshape to [B, 12]); eager kernels need numbers.
+Attrs bind_shape_attrs(const Attrs& attrs, const std::map<std::string, int64_t>& bindings);
+
+std::vector<HostTensor> run_graph(const Graph& g, const std::vector<HostTensor>& inputs,
+                                  Scoreboard* sb = nullptr);
+
+}  // namespace kiln::eager

@@ -229,6 +229,24 @@ TEST(OnnxImport, BadInputGivesClearErrors) {
   }
 }
 
+TEST(OnnxImport, ConvTransposeWithShortStridesIsAnErrorNotACrash) {  // found by scripts/fuzz-onnx
+  auto m = base_model();
+  auto* g = m.mutable_graph();
+  add_io(g->add_input(), "X", onnx::TensorProto::FLOAT, {"1", "1", "3", "3"});
+  add_io(g->add_input(), "W", onnx::TensorProto::FLOAT, {"1", "2", "3", "3"});
+  add_io(g->add_output(), "Y", onnx::TensorProto::FLOAT, {"1", "2", "10", "8"});
+  auto* n = add_node(g, "ConvTranspose", {"X", "W"}, {"Y"});
+  auto* st = n->add_attribute();
+  st->set_name("strides");
+  st->set_type(onnx::AttributeProto::INTS);
+  st->add_ints(3);
+  auto* os = n->add_attribute();
+  os->set_name("output_shape");
+  os->set_type(onnx::AttributeProto::INTS);
+  os->add_ints(10);
+  EXPECT_THROW(import_onnx_bytes(bytes(m), "short_strides.onnx"), Error);
+}
+
 TEST(TensorIo, NpyAndPbRoundTripEveryDtype) {
   auto dir = std::filesystem::temp_directory_path() / "kiln_tensor_io_test";
   std::filesystem::create_directories(dir);

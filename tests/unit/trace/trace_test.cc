@@ -86,7 +86,7 @@ TEST(Trace, DtypeRankAndStaticDimChangesTraceAgain) {
 
 TEST(Trace, DynamicDimsRunEverySizeWithoutTracingAgain) {
   Tensor w = random_tensor({8, 3}, 10);
-  auto fn = [&](const Tensor& x) { return relu(matmul(x, w)) + 1.0; };
+  auto fn = [&](const Tensor& x) { return relu(matmul(x, cast(w, x.dtype()))) + 1.0; };
   TraceOptions options;
   options.dynamic_dims = {{0, 0, "B"}};
   TracedFunction f = trace(fn, random_tensor({4, 8}, 1), options);
@@ -278,6 +278,7 @@ TEST(Trace, MisuseIsReportedClearly) {
       },
       random_tensor({2}, 1));
   EXPECT_TRUE(escaped.is_traced());
+  EXPECT_EQ(escaped.to_string().rfind("traced f32[2]", 0), 0u) << escaped.to_string();
   std::string msg = error_of([&] { exp(escaped); });
   EXPECT_NE(msg.find("no trace is active"), std::string::npos) << msg;
 

@@ -1,0 +1,44 @@
+// Optimise + compile + run helpers for `kiln run` (the demo and ONNX models share them).
+#include "run_compiled.h"
+
+#include <cstdio>
+
+#include "kiln/error.h"
+
+namespace kiln::cli {
+
+CompiledGraph optimize_and_compile(const Graph& g, const ExecOptions& options) {
+  CompiledGraph out;
+  out.optimized = g.clone();
+  if (options.optimize) out.pass_stats = optimize(*out.optimized);
+  CompileOptions copts;
+  copts.num_threads = options.threads;
+  out.executable = compile(*out.optimized, copts);
+  return out;
+}
+
+std::vector<HostTensor> run_measured(Executable& exe, const std::vector<HostTensor>& inputs, Scoreboard& sb) {
+  exe.run(inputs, nullptr);  // warm up: page faults, thread pools
+  return exe.run(inputs, &sb);
+}
+
+std::string versus_line(const Scoreboard& eager, const Scoreboard& compiled) {
+  auto part = [](const char* label, const Scoreboard& sb) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%s: %lld kernels, %.3f MB moved, %.3f ms", label,
+                  static_cast<long long>(sb.kernels_launched()), double(sb.bytes_moved()) / 1e6,
+                  (sb.kernel_us() + sb.dispatch_us()) / 1e3);
+    return std::string(buf);
+  };
+  std::string line = part("eager", eager) + "  |  " + part("compiled", compiled);
+  if (compiled.bytes_moved() > 0 && compiled.kernels_launched() > 0) {
+    char buf[120];
+    std::snprintf(buf, sizeof buf, "  |  %.2fx fewer kernels, %.2fx fewer bytes",
+                  double(eager.kernels_launched()) / double(compiled.kernels_launched()),
+                  double(eager.bytes_moved()) / double(compiled.bytes_moved()));
+    line += buf;
+  }
+  return line;
+}
+
+}  // namespace kiln::cli

@@ -1,0 +1,152 @@
+// `kiln run MODEL.onnx`: the main job on a real model (see run_model.h).
+#include "run_model.h"
+
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "kernels/cpu/eager.h"
+#include "kiln/demo.h"
+#include "kiln/error.h"
+#include "kiln/interp.h"
+#include "kiln/onnx.h"
+#include "kiln/tensor_io.h"
+
+namespace kiln::cli {
+
+namespace {
+std::pair<std::string, std::string> split_assignment(const std::string& s, const char* flag) {
+  size_t eq = s.find('=');
+  KILN_CHECK(eq != std::string::npos && eq > 0 && eq + 1 < s.size(), flag, " expects NAME=VALUE, got '", s, "'");
+  return {s.substr(0, eq), s.substr(eq + 1)};
+}
+
+std::string summary(const HostTensor& t) {
+  double lo = INFINITY, hi = -INFINITY, sum = 0;
+  int64_t nans = 0;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    double v = t.get_f64(i);
+    if (std::isnan(v)) { ++nans; continue; }
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+    sum += v;
+  }
+  int64_t n = t.numel() - nans;
+  return str("min ", n ? lo : NAN, "  max ", n ? hi : NAN, "  mean ", n ? sum / double(n) : NAN,
+             nans ? str("  NaN x", nans) : std::string(), "  ", t.to_string(4));
+}
+}  // namespace
+
+void add_model_options(CLI::App& app, ModelRunOptions& o) {
+  app.add_option("--input", o.inputs, "NAME=FILE: an input tensor (.npy or ONNX .pb); others are seeded random");
+  app.add_option("--expect", o.expects, "NAME=FILE: a reference output; exit 1 beyond tolerance");
+  app.add_option("--dim", o.dims, "NAME=VALUE: size of a symbolic dim for random inputs (default 1)");
+  app.add_option("--save", o.save_dir, "Write every output as DIR/<output-name>.npy");
+  app.add_flag("--check", o.check, "Also run the reference interpreter and print the max error");
+}
+
+int run_model(const std::string& path, const ModelRunOptions& o, const ExecOptions& exec, bool json) {
+  ImportOptions import_options;
+  std::map<std::string, int64_t> dim_values;
+  for (const auto& d : o.dims) {
+    auto [name, value] = split_assignment(d, "--dim");
+    try {
+      dim_values[name] = std::stoll(value);
+    } catch (const std::exception&) {
+      throw Error(str("--dim ", d, ": '", value, "' is not an integer"));
+    }
+  }
+  import_options.dim_values = dim_values;
+  std::unique_ptr<Graph> g = import_onnx(path, import_options);
+
+  std::map<std::string, HostTensor> given;
+  for (const auto& in : o.inputs) {
+    auto [name, file] = split_assignment(in, "--input");
+    given[name] = read_tensor_file(file);
+  }
+  std::vector<HostTensor> inputs;
+  for (size_t i = 0; i < g->inputs().size(); ++i) {
+    const Value* v = g->inputs()[i];
+    auto it = given.find(v->name);
+    if (it != given.end()) {
+      inputs.push_back(it->second);
+      given.erase(it);
+      continue;
+    }
+    std::set<std::string> symbols;
+    for (const SymInt& d : v->type.shape) d.collect_symbols(symbols);
+    std::map<std::string, int64_t> b;
+    for (const auto& s : symbols) b[s] = dim_values.count(s) ? dim_values[s] : 1;
+    std::vector<int64_t> shape;
+    for (const SymInt& d : v->type.shape) shape.push_back(d.evaluate(b));
+    bool index_like = is_integer(v->type.dtype);
+    inputs.push_back(HostTensor::random(v->type.dtype, shape, o.seed + i, index_like ? 0 : -1, index_like ? 9 : 1));
+  }
+  KILN_CHECK(given.empty(), path, ": --input names '", given.begin()->first, "', which is not an input of the model");
+
+  Scoreboard sb;
+  std::vector<HostTensor> outs;
+  std::string how;
+  if (exec.compile) {
+    CompiledGraph compiled = optimize_and_compile(*g, exec);
+    outs = run_measured(*compiled.executable, inputs, sb);
+    const CompileStats& cs = compiled.executable->stats();
+    how = str("optimised (", compiled.pass_stats.nodes_before, " -> ", compiled.pass_stats.nodes_after,
+              " nodes) and compiled (", cs.kernels_generated, " generated kernels, ", cs.library_calls,
+              " library calls, ", cs.cache_hit ? std::string("cache hit") : str(cs.compile_ms, " ms compiling"), ")");
+  } else {
+    eager::run_graph(*g, inputs, nullptr);  // warm up
+    outs = eager::run_graph(*g, inputs, &sb);
+    how = "eager (one kernel per op)";
+  }
+
+  bool ok = true;
+  nlohmann::json report;
+  report["model"] = path;
+  report["mode"] = exec.compile ? "compiled" : "eager";
+  report["outputs"] = nlohmann::json::array();
+  std::vector<HostTensor> reference;
+  if (o.check) reference = interp::run(*g, inputs);
+  std::map<std::string, std::string> expects;
+  for (const auto& e : o.expects) {
+    auto [name, file] = split_assignment(e, "--expect");
+    expects[name] = file;
+  }
+  if (!json) std::cout << "kiln run " << path << ": " << how << "\n";
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const std::string name = g->outputs()[i]->name.empty() ? str("output", i) : g->outputs()[i]->name;
+    nlohmann::json entry = {{"name", name}, {"type", std::string(dtype_name(outs[i].dtype())) + dims_to_string(outs[i].shape())}};
+    if (!json) std::cout << "  " << name << ": " << dtype_name(outs[i].dtype()) << dims_to_string(outs[i].shape())
+                         << "  " << summary(outs[i]) << "\n";
+    auto compare_with = [&](const HostTensor& want, const std::string& label) {
+      demo::Agreement a = demo::compare(want, outs[i], o.atol, o.rtol);
+      entry[label] = {{"max_abs_error", a.max_abs_error}, {"max_rel_error", a.max_rel_error}, {"ok", a.within_tolerance}};
+      if (!json) std::cout << "    vs " << label << ": " << a.to_string() << "\n";
+      ok = ok && a.within_tolerance;
+    };
+    if (o.check) compare_with(reference[i], "interpreter");
+    if (auto it = expects.find(name); it != expects.end()) {
+      compare_with(read_tensor_file(it->second), "expected");
+      expects.erase(it);
+    }
+    if (!o.save_dir.empty()) {
+      std::filesystem::create_directories(o.save_dir);
+      write_npy((std::filesystem::path(o.save_dir) / (name + ".npy")).string(), outs[i]);
+    }
+    report["outputs"].push_back(entry);
+  }
+  KILN_CHECK(expects.empty(), path, ": --expect names '", expects.begin()->first, "', which is not an output of the model");
+  if (json) {
+    report["scoreboard"] = nlohmann::json::parse(sb.to_json());
+    report["ok"] = ok;
+    std::cout << report.dump(2) << "\n";
+  } else {
+    std::cout << "\n" << sb.table(str(exec.compile ? "compiled" : "eager", " scoreboard")) << "\n"
+              << (ok ? "OK\n" : "MISMATCH: outputs differ beyond tolerance (see above)\n");
+  }
+  return ok ? 0 : 1;
+}
+
+}  // namespace kiln::cli
