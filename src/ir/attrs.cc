@@ -2,6 +2,7 @@
 // parser and the op table's default values).
 #include "kiln/attrs.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -177,8 +178,15 @@ HostTensor parse_tensor(Lexer& lx) {
   std::vector<int64_t> dims;
   lx.list([&] { dims.push_back(lx.integer()); });
   lx.expect('>');
-  for (int64_t d : dims)
+  int64_t numel = 1;
+  for (int64_t d : dims) {
     if (d < 0) lx.fail("negative dimension in tensor literal");
+    if (__builtin_mul_overflow(numel, d, &numel)) lx.fail("tensor literal shape is too large");
+  }
+  // Every element needs at least one character of text (two hex digits per byte): a literal that
+  // declares more cannot be complete, so reject it before allocating anything.
+  if (numel > int64_t(lx.text.size() - std::min(lx.text.size(), lx.pos)))
+    lx.fail(str("tensor literal declares ", numel, " elements but the text is too short to hold them"));
   HostTensor t = HostTensor::empty(*dtype, dims);
   lx.skip();
   size_t values_start = lx.pos;  // size errors point at the start of the values

@@ -14,7 +14,7 @@ int64_t numel_of(const std::vector<int64_t>& shape) {
   int64_t n = 1;
   for (int64_t d : shape) {
     KILN_CHECK(d >= 0, "negative dimension ", d, " in shape ", dims_to_string(shape));
-    n *= d;
+    KILN_CHECK(!__builtin_mul_overflow(n, d, &n), "shape ", dims_to_string(shape), " has too many elements");
   }
   return n;
 }
@@ -30,6 +30,8 @@ HostTensor HostTensor::empty(DType dtype, std::vector<int64_t> shape) {
   t.dtype_ = dtype;
   t.numel_ = numel_of(shape);
   t.shape_ = std::move(shape);
+  KILN_CHECK(t.numel_ <= (int64_t(1) << 50) / dtype_size(dtype), "refusing to allocate a tensor of shape ",
+             dims_to_string(t.shape_), ": absurd size");
   size_t bytes = t.nbytes();
   size_t alloc = ((bytes + 63) / 64) * 64;
   if (alloc == 0) alloc = 64;
