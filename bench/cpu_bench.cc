@@ -1,8 +1,10 @@
 // CPU benchmark driver: Kiln eager vs Kiln compiled on the gap-meter workloads (elementwise chains
-// of length 1/2/4/8 on 32M floats, softmax and layer_norm on 4096x4096, gelu(x@W+b)), with the copy
-// bandwidth measured in the same run. Prints one markdown table row per workload: medians over
-// repeats, bytes moved, kernels launched, cold/warm compile times.
-// Usage: kiln_cpu_bench [--threads N] [--repeats R] [--only name]
+// of length 1/2/4/8 on 32M floats, softmax and layer_norm on 4096x4096, gelu(x@W+b), a GPT-style
+// block at B=1 and 8, ResNet-18 and MiniLM-L6 from ONNX), with the copy bandwidth measured in the
+// same run. Prints one markdown table row per workload (medians over repeats, bytes moved, kernels
+// launched, cold/warm compile times) and, with --json, one JSON object per line for
+// bench/cpu_report.py. Usage:
+//   kiln_cpu_bench [--threads N] [--repeats R] [--only name] [--models DIR] [--json FILE] [--portable]
 #include <omp.h>
 #include <unistd.h>
 
@@ -16,9 +18,18 @@
 #include <string>
 #include <vector>
 
+#include <cstdio>
+#include <fstream>
+
 #include "kernels/cpu/eager.h"
 #include "kiln/compile.h"
+#include "kiln/demo.h"
 #include "kiln/interp.h"
+#include "kiln/onnx.h"
+#include "kiln/passes.h"
+#include "kiln/trace.h"
+
+extern "C" char* openblas_get_corename(void);
 
 using namespace kiln;
 using Clock = std::chrono::steady_clock;
@@ -41,6 +52,7 @@ struct Workload {
   std::string name;
   std::unique_ptr<Graph> graph;
   std::vector<HostTensor> inputs;
+  bool optimize = false;  // traced / imported graphs: kiln::optimize before kiln::compile
 };
 
 TensorType f32(std::vector<int64_t> d) { return TensorType{DType::F32, to_shape(d), Device::CPU}; }
@@ -85,6 +97,40 @@ Workload gelu_mlp() {
   return w;
 }
 
+// The demo GPT block (pre-norm, causal attention, gelu MLP), d=512, 8 heads, d_ff=2048, T=128.
+Workload gpt_block(int64_t batch) {
+  demo::BlockParams params = demo::make_block_params(demo::BlockConfig{512, 8, 2048}, 11);
+  HostTensor x = HostTensor::random(DType::F32, {batch, 128, 512}, 12);
+  TraceOptions options;
+  options.name = "gpt_block";
+  TracedFunction traced = trace([&](const Tensor& t) { return demo::transformer_block(t, params); },
+                                Tensor::from_host(x), options);
+  traced(Tensor::from_host(x));
+  return {str("gpt_block d512 T128 B", batch), traced.graph().clone(), {x}, true};
+}
+
+// An ONNX model from scripts/gen_models.py; symbolic dims bound by `dims`. Index inputs get small
+// ids, attention masks ones.
+Workload onnx_model(const std::string& label, const std::string& path, const std::map<std::string, int64_t>& dims) {
+  ImportOptions io;
+  io.dim_values = dims;
+#ifdef KILN_HAVE_ONNX
+  Workload w{label, import_onnx(path, io), {}, true};
+#else
+  throw Error(str(label, ": this build has no ONNX importer (", path, ")"));
+  Workload w{label, nullptr, {}, true};
+#endif
+  for (size_t i = 0; i < w.graph->inputs().size(); ++i) {
+    const Value* v = w.graph->inputs()[i];
+    std::vector<int64_t> shape;
+    for (const SymInt& d : v->type.shape) shape.push_back(d.evaluate({}));
+    if (!is_integer(v->type.dtype)) w.inputs.push_back(HostTensor::random(v->type.dtype, shape, 20 + i));
+    else if (v->name.find("mask") != std::string::npos) w.inputs.push_back(HostTensor::random(v->type.dtype, shape, 1, 1, 1));
+    else w.inputs.push_back(HostTensor::random(v->type.dtype, shape, 20 + i, 0, 1000));
+  }
+  return w;
+}
+
 // Eager: one eager kernel per node, in graph order (what kiln::Tensor's eager mode does).
 std::vector<HostTensor> run_eager(const Graph& g, const std::vector<HostTensor>& inputs, Scoreboard* sb) {
   std::map<const Value*, HostTensor> vals;
@@ -104,13 +150,27 @@ std::vector<HostTensor> run_eager(const Graph& g, const std::vector<HostTensor>&
 
 int main(int argc, char** argv) {
   int threads = 2, repeats = 7;
-  std::string only;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  std::string only, models_dir = ".cache/models", json_path;
+  bool portable = false;
+  for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--threads") threads = std::atoi(argv[i + 1]);
-    if (a == "--repeats") repeats = std::atoi(argv[i + 1]);
-    if (a == "--only") only = argv[i + 1];
+    if (a == "--blas-core") {  // for bench/run_cpu.sh: which OpenBLAS kernels this CPU got
+      std::printf("%s\n", openblas_get_corename());
+      return 0;
+    }
+    if (a == "--portable") {
+      portable = true;
+      continue;
+    }
+    if (i + 1 >= argc) break;
+    if (a == "--threads") threads = std::atoi(argv[++i]);
+    else if (a == "--repeats") repeats = std::atoi(argv[++i]);
+    else if (a == "--only") only = argv[++i];
+    else if (a == "--models") models_dir = argv[++i];
+    else if (a == "--json") json_path = argv[++i];
   }
+  std::ofstream json;
+  if (!json_path.empty()) json.open(json_path);
   omp_set_num_threads(threads);
   eager::set_num_threads(threads);
 
@@ -123,7 +183,11 @@ int main(int argc, char** argv) {
   });
   double copy_gbs = 2.0 * double(n) * 4 / (copy_ms * 1e6);
   std::cout << "# Kiln CPU bench: " << threads << " threads, median of " << repeats
-            << " repeats; copy bandwidth " << copy_gbs << " GB/s (" << copy_ms << " ms for 2x128 MiB)\n\n";
+            << " repeats; copy bandwidth " << copy_gbs << " GB/s (" << copy_ms << " ms for 2x128 MiB); OpenBLAS core "
+            << openblas_get_corename() << "; generated code " << (portable ? "baseline x86-64" : "-march=native")
+            << "\n\n";
+  if (json.is_open())
+    json << "{\"copy_gbs\": " << copy_gbs << ", \"blas_core\": \"" << openblas_get_corename() << "\"}\n";
   std::cout << "| workload | eager ms | compiled ms | speedup | eager kernels | compiled kernels | eager MB moved | compiled MB moved | compiled GB/s (% of copy) | kernel-only GB/s (% of copy) | cold compile ms | warm compile ms |\n";
   std::cout << "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
 
@@ -132,18 +196,43 @@ int main(int argc, char** argv) {
   ws.push_back(norm(Op::Softmax));
   ws.push_back(norm(Op::LayerNorm));
   ws.push_back(gelu_mlp());
+  auto wanted = [&](const std::string& name) { return only.empty() || name.find(only) != std::string::npos; };
+  for (int64_t b : {1, 8})
+    if (wanted(str("gpt_block d512 T128 B", b))) ws.push_back(gpt_block(b));
+  namespace fs = std::filesystem;
+  for (auto [label, file, dims] : {std::tuple<std::string, std::string, std::map<std::string, int64_t>>{
+                                       "resnet18 1x3x64x64 (onnx)", "resnet18/model.onnx", {}},
+                                   {"minilm_l6 8x128 (onnx)", "minilm_l6/model.onnx", {{"batch", 8}, {"seq", 128}}}}) {
+    if (!wanted(label)) continue;
+    if (!fs::exists(fs::path(models_dir) / file)) {
+      std::cerr << "skipping " << label << ": no " << (fs::path(models_dir) / file).string()
+                << " (make it with .venv/bin/python scripts/gen_models.py)\n";
+      continue;
+    }
+    ws.push_back(onnx_model(label, (fs::path(models_dir) / file).string(), dims));
+  }
   std::string cold_dir = (std::filesystem::temp_directory_path() / str("kiln-bench-cold-", getpid())).string();
   for (auto& w : ws) {
-    if (!only.empty() && w.name.find(only) == std::string::npos) continue;
+    if (!wanted(w.name)) continue;
     CompileOptions opt;
     opt.num_threads = threads;
     opt.cache_dir = cold_dir;
+    // Like torch.compile's C++ backend, generate for this machine's vector ISA (AVX2/AVX-512), not
+    // baseline x86-64; --portable measures the default (cache-portable) flags instead.
+    opt.march_native = !portable;
     std::filesystem::remove_all(cold_dir);
+    // Compile time includes kiln::optimize for traced and imported graphs.
+    auto compile_it = [&] {
+      if (!w.optimize) return compile(*w.graph, opt);
+      std::unique_ptr<Graph> g = w.graph->clone();
+      optimize(*g);
+      return compile(*g, opt);
+    };
     auto t0 = Clock::now();
-    auto exe = compile(*w.graph, opt);
+    auto exe = compile_it();
     double cold = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     t0 = Clock::now();
-    exe = compile(*w.graph, opt);
+    exe = compile_it();
     double warm = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     Scoreboard se, sc;
     run_eager(*w.graph, w.inputs, &se);
@@ -165,6 +254,12 @@ int main(int argc, char** argv) {
                 (long long)sc.kernels_launched(), se.bytes_moved() / 1e6, sc.bytes_moved() / 1e6, gbs,
                 100 * gbs / copy_gbs, kernel_gbs, 100 * kernel_gbs / copy_gbs, cold, warm);
     std::fflush(stdout);
+    if (json.is_open())
+      json << "{\"workload\": \"" << w.name << "\", \"eager_ms\": " << eager_ms << ", \"compiled_ms\": " << comp_ms
+           << ", \"eager_kernels\": " << se.kernels_launched() << ", \"compiled_kernels\": " << sc.kernels_launched()
+           << ", \"eager_mb\": " << se.bytes_moved() / 1e6 << ", \"compiled_mb\": " << sc.bytes_moved() / 1e6
+           << ", \"compiled_gbs\": " << gbs << ", \"cold_compile_ms\": " << cold << ", \"warm_compile_ms\": " << warm
+           << "}" << std::endl;
   }
   std::filesystem::remove_all(cold_dir);
   return 0;

@@ -21,6 +21,8 @@ namespace kiln {
   X(I32, "i32", 4, false, true)        \
   X(I64, "i64", 8, false, true)        \
   X(U8, "u8", 1, false, false)         \
+  X(U16, "u16", 2, false, false)       \
+  X(U32, "u32", 4, false, false)       \
   X(Bool, "bool", 1, false, false)
 
 enum class DType : uint8_t {
@@ -29,7 +31,7 @@ enum class DType : uint8_t {
 #undef KILN_X
 };
 
-inline constexpr int kNumDTypes = 10;
+inline constexpr int kNumDTypes = 12;
 
 std::string_view dtype_name(DType t);
 std::optional<DType> parse_dtype(std::string_view s);
@@ -79,6 +81,8 @@ template <> struct CType<DType::I16> { using type = int16_t; };
 template <> struct CType<DType::I32> { using type = int32_t; };
 template <> struct CType<DType::I64> { using type = int64_t; };
 template <> struct CType<DType::U8> { using type = uint8_t; };
+template <> struct CType<DType::U16> { using type = uint16_t; };
+template <> struct CType<DType::U32> { using type = uint32_t; };
 template <> struct CType<DType::Bool> { using type = bool; };
 
 // Calls fn(T{}) with T the C++ element type of `t`.
@@ -93,6 +97,8 @@ template <typename Fn> decltype(auto) dispatch_dtype(DType t, Fn&& fn) {
     case DType::I32: return fn(int32_t{});
     case DType::I64: return fn(int64_t{});
     case DType::U8: return fn(uint8_t{});
+    case DType::U16: return fn(uint16_t{});
+    case DType::U32: return fn(uint32_t{});
     case DType::Bool: return fn(bool{});
   }
   __builtin_unreachable();

@@ -126,6 +126,20 @@ Tensor logical_not(const Tensor& x);  // bool
 Tensor isnan(const Tensor& x);
 Tensor cast(const Tensor& x, DType dtype);
 Tensor clamp(const Tensor& x, double min, double max);
+Tensor asin(const Tensor& x);
+Tensor acos(const Tensor& x);
+Tensor atan(const Tensor& x);
+Tensor sinh(const Tensor& x);
+Tensor cosh(const Tensor& x);
+Tensor asinh(const Tensor& x);
+Tensor acosh(const Tensor& x);
+Tensor atanh(const Tensor& x);
+Tensor bit_not(const Tensor& x);  // integers
+Tensor bit_and(const Tensor& a, const Tensor& b);
+Tensor bit_or(const Tensor& a, const Tensor& b);
+Tensor bit_xor(const Tensor& a, const Tensor& b);
+Tensor bit_shift(const Tensor& a, const Tensor& b, bool left);  // logical for unsigned
+Tensor det(const Tensor& x);  // [..., n, n] -> [...]
 
 // ---- elementwise binary (numpy broadcasting; operands share a dtype). A double operand becomes
 // a rank-0 constant of the tensor operand's dtype. ----

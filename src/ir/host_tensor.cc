@@ -105,6 +105,8 @@ void HostTensor::set_f64(int64_t i, double v) {
     case DType::I32: data<int32_t>()[i] = saturating_cast<int32_t>(v); break;
     case DType::I64: data<int64_t>()[i] = saturating_cast<int64_t>(v); break;
     case DType::U8: data<uint8_t>()[i] = saturating_cast<uint8_t>(v); break;
+    case DType::U16: data<uint16_t>()[i] = saturating_cast<uint16_t>(v); break;
+    case DType::U32: data<uint32_t>()[i] = saturating_cast<uint32_t>(v); break;
     case DType::Bool: data<bool>()[i] = (v != 0); break;
   }
 }

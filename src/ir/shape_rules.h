@@ -60,3 +60,10 @@ std::vector<TensorType> rule_topk(const InferCtx&);
 std::vector<TensorType> rule_conv_transpose2d(const InferCtx&);
 std::vector<TensorType> rule_resize(const InferCtx&);
 }  // namespace kiln
+
+// ---- added for ONNX conformance, issue #3 (src/ir/shape_rules_integer.cc) ----
+namespace kiln {
+std::vector<TensorType> rule_unary_integer(const InferCtx&);
+std::vector<TensorType> rule_binary_integer(const InferCtx&);
+std::vector<TensorType> rule_det(const InferCtx&);
+}  // namespace kiln

@@ -116,7 +116,8 @@ struct Scheduler {
       if (it == s.group_of.end()) continue;
       const FusionGroup& pg = s.groups[size_t(it->second)];
       if (pg.library) {
-        notes += str("; operand ", value_label(in), " from ", pg.name(), ": library call boundary");
+        d.refusals.push_back(str("operand ", value_label(in), " from ", pg.name(), ": library call boundary"));
+        notes += "; " + d.refusals.back();
       } else if (s.residence.at(in) == Residence::kInternal) {
         candidates.push_back(it->second);
       }
@@ -125,14 +126,16 @@ struct Scheduler {
     candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
     for (int c : candidates) {
       if (!opt.fuse) {
-        notes += str("; not group ", c, ": fusion disabled");
+        d.refusals.push_back(str("not group ", c, ": fusion disabled"));
+        notes += "; " + d.refusals.back();
         break;
       }
       FusionGroup& grp = s.groups[size_t(c)];
       bool row = false;
       std::string why = refusal(n, grp, &row);
       if (!why.empty()) {
-        notes += str("; not group ", c, ": ", why);
+        d.refusals.push_back(str("not group ", c, ": ", why));
+        notes += "; " + d.refusals.back();
         continue;
       }
       if (kinds.at(n) == NodeKind::kReduction) {

@@ -40,6 +40,7 @@ struct FusionDecision {
   int group = -1;
   std::string action;   // "joins group 3", "starts group 4", "library call", "view", "alias"
   std::string reason;   // why, including refusals: "not group 2: different iteration space"
+  std::vector<std::string> refusals;  // each group it could not join, and why (also in reason)
 };
 
 struct ScheduleOptions {

@@ -29,6 +29,8 @@ std::string_view compute_type_name(DType t) {
     case DType::I32: return "int32_t";
     case DType::I64: return "int64_t";
     case DType::U8: return "uint8_t";
+    case DType::U16: return "uint16_t";
+    case DType::U32: return "uint32_t";
     case DType::Bool: return "bool";
   }
   return "?";

@@ -90,6 +90,7 @@ struct KernelParam {
   DType dtype = DType::F32;
   bool is_output = false;
   Index numel;        // elements in the buffer (bytes moved = numel * size, each read once)
+  bool may_alias = false;  // shares its buffer with another param (written in place): no __restrict
 };
 
 struct LoopKernel {

@@ -2,6 +2,7 @@
 #include "passes/opt_driver.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <set>
 #include <sstream>
 
@@ -49,6 +50,7 @@ std::string opt_usage() {
          "  --max-fold-bytes=N    constant folding's size cap\n"
          "  --stats               print node counts by op per pass and timing (markdown) to stderr\n"
          "  --stats-title=name    the title of that report\n"
+         "  --input-shape=n:d,..  ONNX input: give input n this concrete shape (repeatable)\n"
          "  --list-passes         list the registered passes\n"
          "  -o file               write the result there instead of stdout\n";
 }
@@ -87,6 +89,17 @@ OptInvocation parse_opt_args(const std::vector<std::string>& args) {
       inv.options.record_op_counts = true;
     } else if (take_value(a, "--stats-title", v)) {
       inv.stats_title = v;
+    } else if (take_value(a, "--input-shape", v)) {
+      size_t colon = v.rfind(':');
+      KILN_CHECK(colon != std::string::npos && colon > 0, "--input-shape=", v, ": expected name:d0,d1,...");
+      std::vector<int64_t> dims;
+      for (const auto& d : split_commas(v.substr(colon + 1))) {
+        char* end = nullptr;
+        long long x = std::strtoll(d.c_str(), &end, 10);
+        KILN_CHECK(!d.empty() && *end == 0 && x >= 0, "--input-shape=", v, ": dimension '", d, "' is not a non-negative integer");
+        dims.push_back(x);
+      }
+      inv.input_shapes[v.substr(0, colon)] = dims;
     } else if (a == "--list-passes") {
       inv.list_passes = true;
     } else if (a == "-h" || a == "--help") {

@@ -2,6 +2,8 @@
 // exactly what `kiln-opt <flags>` runs, in process, from the RUN line of each .kir file.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -17,6 +19,9 @@ struct OptInvocation {
   bool help = false;
   bool stats = false;               // --stats: markdown node counts by op per pass, and timing
   std::string stats_title;          // --stats-title=name (the model's name in the report)
+  // --input-shape=name:d0,d1,...: specialise an ONNX model's input to a concrete shape (repeatable),
+  // so shape sub-graphs that need concrete sizes (MiniLM's Slice ends) import.
+  std::map<std::string, std::vector<int64_t>> input_shapes;
 };
 
 // Parses kiln-opt's command line (without argv[0]). Throws kiln::Error naming a bad flag.

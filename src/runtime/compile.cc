@@ -6,9 +6,11 @@
 
 #include "codegen/common/c_emitter.h"
 #include "kiln/error.h"
+#include "lower/inplace.h"
 #include "lower/view_rules.h"
 #include "runtime/compile_cache.h"
 #include "runtime/executable.h"
+#include "runtime/prebuilt.h"
 
 namespace kiln {
 
@@ -74,6 +76,39 @@ std::vector<std::string> graph_symbols(const Graph& g) {
   for (const Value* in : g.inputs())
     for (const SymInt& d : in->type.shape) d.collect_symbols(syms);
   return {syms.begin(), syms.end()};
+}
+
+// In-place reuse: a kernel's arena output takes the bytes of an arena input of the same size that
+// dies in that kernel, when the Loop IR shows each element is read before it is overwritten
+// (lower::can_write_in_place). Both params then lose __restrict in the generated code.
+void plan_in_place(runtime::CompiledExecutable& exe) {
+  exe.arena_in_place_of.assign(exe.arena_values.size(), -1);
+  std::map<const Value*, int> arena_index;
+  for (size_t i = 0; i < exe.arena_values.size(); ++i) arena_index[exe.arena_values[i]] = int(i);
+  std::set<int> taken;  // inputs already overwritten by some output
+  for (size_t k = 0; k < exe.steps.size(); ++k) {
+    if (exe.steps[k].library) continue;
+    lower::LoweredKernel& lk = exe.kernels[size_t(exe.steps[k].kernel)];
+    for (size_t q = 0; q < lk.param_values.size(); ++q) {
+      auto out_it = arena_index.find(lk.param_values[q]);
+      if (!lk.kernel.params[q].is_output || out_it == arena_index.end()) continue;
+      const Value* out_v = lk.param_values[q];
+      for (size_t p = 0; p < lk.param_values.size(); ++p) {
+        const Value* in_v = lk.param_values[p];
+        auto in_it = arena_index.find(in_v);
+        if (lk.kernel.params[p].is_output || in_it == arena_index.end() || taken.count(in_it->second)) continue;
+        if (exe.arena_lifetimes[size_t(in_it->second)].second != int(k)) continue;  // read later
+        if (!(in_v->type.numel() == out_v->type.numel()) ||
+            dtype_size(in_v->type.dtype) != dtype_size(out_v->type.dtype))
+          continue;
+        if (!lower::can_write_in_place(lk.kernel, int(p), int(q))) continue;
+        exe.arena_in_place_of[size_t(out_it->second)] = in_it->second;
+        taken.insert(in_it->second);
+        lk.kernel.params[p].may_alias = lk.kernel.params[q].may_alias = true;
+        break;
+      }
+    }
+  }
 }
 
 // Stage 1-3 for one graph: everything up to the kernels' Loop IR.
@@ -153,8 +188,14 @@ std::shared_ptr<runtime::CompiledExecutable> lower_graph(const Graph& input, con
     int last = last_read.count(v) ? last_read.at(v) : step_index;
     exe->arena_lifetimes.push_back({step_index, last});
   }
+  plan_in_place(*exe);
   return exe;
 }
+
+std::vector<std::shared_ptr<Executable>> finish(std::vector<std::shared_ptr<runtime::CompiledExecutable>>& exes,
+                                                const std::shared_ptr<codegen::cpu::SharedObject>& so,
+                                                const CompileStats& stats, const std::string& command,
+                                                const std::string& source);
 
 std::vector<std::shared_ptr<Executable>> compile_all(const std::vector<const Graph*>& graphs,
                                                      const CompileOptions& opt) {
@@ -201,6 +242,14 @@ std::vector<std::shared_ptr<Executable>> compile_all(const std::vector<const Gra
     stats.shared_object = path;
     stats.load_ms = millis(c1, Clock::now());
   }
+  return finish(exes, so, stats, command, source);
+}
+
+// Binds every executable's kernels to `so` and hands out the shared stats.
+std::vector<std::shared_ptr<Executable>> finish(std::vector<std::shared_ptr<runtime::CompiledExecutable>>& exes,
+                                                const std::shared_ptr<codegen::cpu::SharedObject>& so,
+                                                const CompileStats& stats, const std::string& command,
+                                                const std::string& source) {
   std::vector<std::shared_ptr<Executable>> out;
   for (auto& exe : exes) {
     exe->shared_object = so;
@@ -223,6 +272,29 @@ std::string compile_cache_dir(const CompileOptions& options) {
   return options.cache_dir.empty() ? runtime::default_cache_dir() : options.cache_dir;
 }
 
+namespace runtime {
+std::shared_ptr<Executable> link_prebuilt(const Graph& g, const CompileOptions& options, const std::string& so_path,
+                                          const std::function<void(const std::string&)>& check_source) {
+  const Clock::time_point t0 = Clock::now();
+  std::vector<std::shared_ptr<CompiledExecutable>> exes = {lower_graph(g, options, "kiln_")};
+  std::vector<const lower::LoopKernel*> all;
+  for (const auto& k : exes[0]->kernels) all.push_back(&k.kernel);
+  std::string source = codegen::cpu::translation_unit(all);
+  check_source(source);
+  CompileStats stats;
+  const Clock::time_point t1 = Clock::now();
+  stats.lower_ms = millis(t0, t1);
+  std::shared_ptr<codegen::cpu::SharedObject> so;
+  if (!all.empty()) {
+    KILN_CHECK(!so_path.empty(), "prebuilt graph '", g.name(), "' needs generated kernels but no shared object was given");
+    so = std::make_shared<codegen::cpu::SharedObject>(so_path);
+    stats.shared_object = so_path;  // compile_ms stays 0: no compiler ran
+  }
+  stats.load_ms = millis(t1, Clock::now());
+  return finish(exes, so, stats, "(prebuilt: " + so_path + ")", source).at(0);
+}
+}  // namespace runtime
+
 std::shared_ptr<Executable> compile(const Graph& g, const CompileOptions& options) {
   return compile_all({&g}, options).at(0);
 }
@@ -231,5 +303,14 @@ std::vector<std::shared_ptr<Executable>> compile_batch(const std::vector<const G
                                                        const CompileOptions& options) {
   return compile_all(graphs, options);
 }
+
+// The target-independent front half of compile (decompose, schedule, Loop IR, buffer placement),
+// for other targets (the CUDA backend) that print and load the kernels their own way.
+namespace runtime {
+std::shared_ptr<CompiledExecutable> lower_for_target(const Graph& g, const CompileOptions& options,
+                                                     const std::string& kernel_prefix) {
+  return lower_graph(g, options, kernel_prefix);
+}
+}  // namespace runtime
 
 }  // namespace kiln

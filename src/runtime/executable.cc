@@ -6,6 +6,7 @@
 #include <new>
 #include <sstream>
 
+#include "kernels/cpu/cost.h"
 #include "kernels/cpu/eager.h"
 #include "kiln/error.h"
 #include "kiln/interp.h"
@@ -47,7 +48,7 @@ const lower::MemoryPlan& CompiledExecutable::plan_for(const std::vector<int64_t>
   for (size_t i = 0; i < arena_values.size(); ++i) {
     const Value* v = arena_values[i];
     reqs.push_back({v->name.empty() ? str("%", v->id) : v->name, value_bytes(v, b),
-                    arena_lifetimes[i].first, arena_lifetimes[i].second});
+                    arena_lifetimes[i].first, arena_lifetimes[i].second, arena_in_place_of[i]});
   }
   last_requests_ = reqs;
   return plans_.emplace(syms, lower::plan_memory(reqs)).first->second;
@@ -140,6 +141,7 @@ std::vector<HostTensor> CompiledExecutable::run(const std::vector<HostTensor>& i
         rec.bytes_written += int64_t(produced[i].nbytes());
       }
       for (const HostTensor& t : in) rec.bytes_read += int64_t(t.nbytes());
+      if (sb) rec.flops = eager::detail::estimate_flops(step.node->op, eager::bind_shape_attrs(step.node->attrs, bindings), in, produced);
     } else {
       const lower::LoweredKernel& lk = kernels[size_t(step.kernel)];
       ptrs.clear();
@@ -204,7 +206,7 @@ std::string CompiledExecutable::explain() const {
       const Value* v = arena_values[i];
       reqs.push_back({v->name.empty() ? str("%", v->id) : v->name,
                       v->type.numel().constant() * dtype_size(v->type.dtype), arena_lifetimes[i].first,
-                      arena_lifetimes[i].second});
+                      arena_lifetimes[i].second, arena_in_place_of[i]});
     }
     os << lower::plan_memory(reqs).to_string(reqs);
   } else {

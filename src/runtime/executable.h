@@ -48,6 +48,7 @@ class CompiledExecutable : public Executable {
   std::map<const Value*, BufferSlot> slots;
   std::vector<const Value*> arena_values;  // arena request i holds arena_values[i]
   std::vector<std::pair<int, int>> arena_lifetimes;
+  std::vector<int> arena_in_place_of;  // per arena request: the request it overwrites, or -1
   std::vector<std::string> symbols;
   std::shared_ptr<codegen::cpu::SharedObject> shared_object;
   std::vector<std::string> decomposition_notes;
@@ -64,5 +65,11 @@ class CompiledExecutable : public Executable {
   int64_t arena_capacity_ = 0;
   std::mutex run_mutex_;  // one run at a time: the arena is shared
 };
+
+// Decompose, schedule, lower every fused group to Loop IR and place buffers, without printing or
+// compiling anything: the front half of kiln::compile, shared with other targets (CUDA). Kernel
+// symbols are named <kernel_prefix>k<N>.
+std::shared_ptr<CompiledExecutable> lower_for_target(const Graph& g, const CompileOptions& options,
+                                                     const std::string& kernel_prefix);
 
 }  // namespace kiln::runtime

@@ -34,6 +34,10 @@ std::vector<OpSample> build() {
       {Op::Silu, {-5, 5}, {}, ""},         {Op::Sin, {-4, 4}, {}, ""},
       {Op::Cos, {-4, 4}, {}, ""},          {Op::Floor, {-5, 5}, {}, ""},
       {Op::Ceil, {-5, 5}, {}, ""},         {Op::Round, {-5, 5}, {}, ""},
+      {Op::Asin, {-0.95, 0.95}, {}, ""},   {Op::Acos, {-0.95, 0.95}, {}, ""},
+      {Op::Atan, {-4, 4}, {}, ""},         {Op::Sinh, {-3, 3}, {}, ""},
+      {Op::Cosh, {-3, 3}, {}, ""},         {Op::Asinh, {-4, 4}, {}, ""},
+      {Op::Acosh, {1.05, 5}, {}, ""},      {Op::Atanh, {-0.9, 0.9}, {}, ""},
   };
   for (const auto& u : unary_float)
     for (DType d : kFloats)
@@ -76,6 +80,16 @@ std::vector<OpSample> build() {
       add(v, str(op_name(op), "/", dn(d)), op, {T(d, {3, 1}), T(d, {1, 4})}, {}, {{-2, 2}, {-2, 2}});
   for (Op op : {Op::And, Op::Or, Op::Xor})
     add(v, str(op_name(op), "/bool"), op, {T(DType::Bool, {2, 5}), T(DType::Bool, {5})});
+  for (DType d : {DType::I8, DType::I16, DType::I32, DType::I64, DType::U8}) {
+    for (Op op : {Op::BitAnd, Op::BitOr, Op::BitXor})
+      add(v, str(op_name(op), "/", dn(d)), op, {T(d, {3, 1}), T(d, {1, 5})}, {}, {{-100, 100}, {-100, 100}});
+    add(v, str("bit_not/", dn(d)), Op::BitNot, {T(d, {7})}, {}, {{-100, 100}});
+    for (int64_t left : {0, 1})
+      add(v, str("bit_shift/left", left, "/", dn(d)), Op::BitShift, {T(d, {2, 5}), T(d, {5})}, {{"left", left}},
+          {{-100, 100}, {0, 7}});
+  }
+  for (DType d : {DType::F32, DType::F64}) add(v, str("det/", dn(d)), Op::Det, {T(d, {2, 3, 3})}, {}, {{-2, 2}});
+  add(v, "det/1x1/f32", Op::Det, {T(DType::F32, {5, 1, 1})});
   for (DType d : {DType::F32, DType::I32, DType::BF16})
     add(v, str("where/", dn(d)), Op::Where, {T(DType::Bool, {3, 1}), T(d, {1, 4}), T(d, {3, 4})});
 

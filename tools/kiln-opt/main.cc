@@ -24,14 +24,17 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-std::unique_ptr<kiln::Graph> load(const std::string& path) {
+std::unique_ptr<kiln::Graph> load(const std::string& path, const kiln::passes::OptInvocation& inv) {
   if (ends_with(path, ".onnx")) {
 #ifdef KILN_HAVE_ONNX
-    return kiln::import_onnx(path);
+    kiln::ImportOptions options;
+    options.input_shapes = inv.input_shapes;
+    return kiln::import_onnx(path, options);
 #else
     throw kiln::Error("'" + path + "': this kiln-opt was built without the ONNX frontend");
 #endif
   }
+  KILN_CHECK(inv.input_shapes.empty(), "--input-shape applies to ONNX models only, not '", path, "'");
   if (path == "-") return kiln::parse_graph(read_all(std::cin));
   std::ifstream in(path);
   KILN_CHECK(in.good(), "cannot read '", path, "'");
@@ -53,7 +56,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     KILN_CHECK(inv.inputs.size() == 1, "expected one input file (or - for stdin)\n", kiln::passes::opt_usage());
-    std::unique_ptr<kiln::Graph> g = load(inv.inputs[0]);
+    std::unique_ptr<kiln::Graph> g = load(inv.inputs[0], inv);
     kiln::PassStats stats = kiln::optimize(*g, inv.options);
     if (inv.stats)
       std::cerr << kiln::passes::stats_markdown(stats, inv.stats_title.empty() ? inv.inputs[0] : inv.stats_title);

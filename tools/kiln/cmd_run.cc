@@ -9,6 +9,8 @@
 #include "commands.h"
 #include "run_compiled.h"
 #include "run_model.h"
+#include "device.h"
+#include "trace_events.h"
 #include "kernels/cpu/eager.h"
 #include "kiln/demo.h"
 #include "kiln/error.h"
@@ -25,6 +27,9 @@ struct RunOptions {
   uint64_t seed = 0;
   double atol = 1e-4;
   double rtol = 1e-3;
+  std::string device = "cpu";
+  std::string profile;  // Chrome trace-event file
+  const DeviceBackend* backend = nullptr;
 };
 
 // The compiled side of one demo model: optimise + compile the traced graph, run it on the first
@@ -40,6 +45,7 @@ CompiledDemo compile_demo(const demo::DemoResult& r, const RunOptions& options, 
   ExecOptions exec;
   exec.optimize = !options.no_optimize;
   exec.threads = global.threads;
+  exec.device = options.backend;
   CompiledGraph compiled = optimize_and_compile(*r.graph, exec);
   CompiledDemo out;
   std::vector<HostTensor> outs = run_measured(*compiled.executable, {r.first_input}, out.scoreboard);
@@ -112,6 +118,7 @@ int print_json(const std::vector<demo::DemoResult>& results, const std::vector<C
   std::cout << out.dump(2) << "\n";
   return all_ok ? 0 : 1;
 }
+int run_command(const RunOptions& options, const GlobalOptions& global);
 }  // namespace
 
 Command add_run_command(CLI::App& parent) {
@@ -120,7 +127,7 @@ Command add_run_command(CLI::App& parent) {
       "run", "Run a model (an .onnx file) optimised and compiled, or eagerly, and print its outputs "
              "and the scoreboard. With no model: the built-in demo (an MLP and a transformer block) "
              "run eagerly, traced + interpreted and compiled, checked to agree.");
-  app->add_option("model", options->model, "An ONNX model (.onnx); none: the built-in demo");
+  app->add_option("model", options->model, "An ONNX model (.onnx) or a `kiln compile` artefact directory; none: the built-in demo");
   app->add_flag("--eager", options->eager_only, "One kernel per op (the baseline); no compilation");
   app->add_flag("--compile", [options](int64_t) { options->eager_only = false; },
                 "Optimise and compile (the default)");
@@ -130,24 +137,46 @@ Command add_run_command(CLI::App& parent) {
   app->add_option("--seed", options->seed, "Seed of the demo's weights and inputs");
   app->add_option("--atol", options->atol, "Absolute tolerance of the eager/traced comparison");
   app->add_option("--rtol", options->rtol, "Relative tolerance of the eager/traced comparison");
+  app->add_option("--device", options->device, "Where to run: cpu (default) or cuda (when this build has it)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  app->add_option("--profile", options->profile,
+                  "Write a Chrome trace-event file (Perfetto, chrome://tracing): host phases and kernels");
   return Command{app, [options](const GlobalOptions& global) {
-                   demo::DemoOptions demo_options;
-                   demo_options.seed = options->seed;
-                   demo_options.atol = options->atol;
-                   demo_options.rtol = options->rtol;
-                   if (!options->model.empty()) {
-                     ExecOptions exec;
-                     exec.compile = !options->eager_only;
-                     exec.optimize = !options->no_optimize;
-                     exec.threads = global.threads;
-                     return run_model(options->model, options->model_options, exec, options->json);
-                   }
-                   std::vector<demo::DemoResult> results = demo::run_demo(demo_options);
-                   std::vector<CompiledDemo> compiled;
-                   if (!options->eager_only)
-                     for (const auto& r : results) compiled.push_back(compile_demo(r, *options, global));
-                   return options->json ? print_json(results, compiled) : print_text(results, compiled, global);
+                   options->backend = backend_for(parse_device(options->device));
+                   TraceRecorder recorder;
+                   if (!options->profile.empty()) set_active_trace(&recorder);
+                   int rc = run_command(*options, global);
+                   set_active_trace(nullptr);
+                   if (!options->profile.empty()) recorder.write(options->profile);
+                   return rc;
                  }};
 }
+
+namespace {
+// The run itself, between --device/--profile set-up and writing the trace.
+int run_command(const RunOptions& options, const GlobalOptions& global) {
+  if (!options.model.empty()) {
+    ExecOptions exec;
+    exec.compile = !options.eager_only;
+    exec.optimize = !options.no_optimize;
+    exec.threads = global.threads;
+    exec.device = options.backend;
+    return run_model(options.model, options.model_options, exec, options.json);
+  }
+  demo::DemoOptions demo_options;
+  demo_options.seed = options.seed;
+  demo_options.atol = options.atol;
+  demo_options.rtol = options.rtol;
+  std::vector<demo::DemoResult> results;
+  {
+    PhaseScope phase("capture (trace + eager demo)");
+    results = demo::run_demo(demo_options);
+  }
+  std::vector<CompiledDemo> compiled;
+  if (!options.eager_only)
+    for (const auto& r : results) compiled.push_back(compile_demo(r, options, global));
+  return options.json ? print_json(results, compiled) : print_text(results, compiled, global);
+}
+}  // namespace
 
 }  // namespace kiln::cli

@@ -21,5 +21,15 @@ struct Command {
 
 // `kiln run`: runs a model eagerly and traced, checks they agree, prints the scoreboard.
 Command add_run_command(CLI::App& parent);
+// `kiln compile`: ahead-of-time artefact (cmd_compile.cc).
+Command add_compile_command(CLI::App& parent);
+// `kiln gap`: the gap meter (cmd_gap.cc).
+Command add_gap_command(CLI::App& parent);
+// `kiln calibrate`: this machine's ceilings (cmd_calibrate.cc).
+Command add_calibrate_command(CLI::App& parent);
+// `kiln explain`: per-kernel roofline report and fusion decisions (cmd_explain.cc).
+Command add_explain_command(CLI::App& parent);
+// `kiln dump`: the IR after every stage (cmd_dump.cc).
+Command add_dump_command(CLI::App& parent);
 
 }  // namespace kiln::cli

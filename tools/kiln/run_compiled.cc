@@ -4,22 +4,47 @@
 #include <cstdio>
 
 #include "kiln/error.h"
+#include "progress.h"
+#include "trace_events.h"
 
 namespace kiln::cli {
 
 CompiledGraph optimize_and_compile(const Graph& g, const ExecOptions& options) {
   CompiledGraph out;
   out.optimized = g.clone();
-  if (options.optimize) out.pass_stats = optimize(*out.optimized);
+  if (options.optimize) {
+    PhaseScope phase("optimize");
+    out.pass_stats = optimize(*out.optimized);
+  }
   CompileOptions copts;
   copts.num_threads = options.threads;
-  out.executable = compile(*out.optimized, copts);
+  progress("compiling");
+  TraceRecorder* trace = active_trace();
+  double t0 = trace ? trace->now_us() : 0;
+  out.executable = options.device ? options.device->compile(*out.optimized, copts) : compile(*out.optimized, copts);
+  progress_done();
+  if (trace) {  // compile() is one call: its stages laid out from its stats
+    const CompileStats& s = out.executable->stats();
+    trace->phase("lower", t0, s.lower_ms * 1e3);
+    trace->phase(s.cache_hit ? "compile (cache hit)" : "compile", t0 + s.lower_ms * 1e3, s.compile_ms * 1e3);
+    trace->phase("load", t0 + (s.lower_ms + s.compile_ms) * 1e3, s.load_ms * 1e3);
+  }
   return out;
 }
 
 std::vector<HostTensor> run_measured(Executable& exe, const std::vector<HostTensor>& inputs, Scoreboard& sb) {
-  exe.run(inputs, nullptr);  // warm up: page faults, thread pools
-  return exe.run(inputs, &sb);
+  {
+    PhaseScope phase("run (warm-up)");
+    exe.run(inputs, nullptr);  // warm up: page faults, thread pools
+  }
+  TraceRecorder* trace = active_trace();
+  double t0 = trace ? trace->now_us() : 0;
+  std::vector<HostTensor> out = exe.run(inputs, &sb);
+  if (trace) {
+    trace->phase("run", t0, trace->now_us() - t0);
+    trace->kernels(sb, t0, "run");
+  }
+  return out;
 }
 
 std::string versus_line(const Scoreboard& eager, const Scoreboard& compiled) {

@@ -9,6 +9,7 @@
 #include "kiln/graph.h"
 #include "kiln/passes.h"
 #include "kiln/scoreboard.h"
+#include "device.h"
 
 namespace kiln::cli {
 
@@ -16,6 +17,7 @@ struct ExecOptions {
   bool compile = true;    // false: --eager (one kernel per op)
   bool optimize = true;   // the default pass pipeline before compiling
   int threads = 0;
+  const DeviceBackend* device = nullptr;  // null: the CPU; else --device cuda's backend (device.h)
 };
 
 // A graph compiled for the CPU, with what it took to get there.

@@ -13,6 +13,8 @@
 #include "kiln/interp.h"
 #include "kiln/onnx.h"
 #include "kiln/tensor_io.h"
+#include "kiln/aot.h"
+#include "trace_events.h"
 
 namespace kiln::cli {
 
@@ -59,7 +61,18 @@ int run_model(const std::string& path, const ModelRunOptions& o, const ExecOptio
     }
   }
   import_options.dim_values = dim_values;
-  std::unique_ptr<Graph> g = import_onnx(path, import_options);
+  std::unique_ptr<Graph> g;
+  std::shared_ptr<Executable> prebuilt;  // `kiln run DIR` on a `kiln compile` artefact
+  if (is_compiled_artefact(path)) {
+    PhaseScope phase("load artefact");
+    KILN_CHECK(exec.device == nullptr, path, ": compiled artefacts are CPU artefacts; use --device cpu");
+    CompiledArtefact a = load_compiled_artefact(path, exec.threads);
+    g = a.graph->clone();
+    prebuilt = a.executable;
+  } else {
+    PhaseScope phase("import");
+    g = import_onnx(path, import_options);
+  }
 
   std::map<std::string, HostTensor> given;
   for (const auto& in : o.inputs) {
@@ -89,7 +102,11 @@ int run_model(const std::string& path, const ModelRunOptions& o, const ExecOptio
   Scoreboard sb;
   std::vector<HostTensor> outs;
   std::string how;
-  if (exec.compile) {
+  if (prebuilt && exec.compile) {  // --eager runs the artefact's graph one op at a time
+    outs = run_measured(*prebuilt, inputs, sb);
+    how = str("loaded the ahead-of-time artefact (", prebuilt->stats().kernels_generated, " generated kernels, ",
+              prebuilt->stats().library_calls, " library calls; no compiler run)");
+  } else if (exec.compile) {
     CompiledGraph compiled = optimize_and_compile(*g, exec);
     outs = run_measured(*compiled.executable, inputs, sb);
     const CompileStats& cs = compiled.executable->stats();
@@ -97,8 +114,17 @@ int run_model(const std::string& path, const ModelRunOptions& o, const ExecOptio
               " nodes) and compiled (", cs.kernels_generated, " generated kernels, ", cs.library_calls,
               " library calls, ", cs.cache_hit ? std::string("cache hit") : str(cs.compile_ms, " ms compiling"), ")");
   } else {
-    eager::run_graph(*g, inputs, nullptr);  // warm up
-    outs = eager::run_graph(*g, inputs, &sb);
+    auto run_eager = [&](Scoreboard* board) {
+      return exec.device ? exec.device->run_eager(*g, inputs, board) : eager::run_graph(*g, inputs, board);
+    };
+    run_eager(nullptr);  // warm up
+    TraceRecorder* trace = active_trace();
+    double t0 = trace ? trace->now_us() : 0;
+    outs = run_eager(&sb);
+    if (trace) {
+      trace->phase("run (eager)", t0, trace->now_us() - t0);
+      trace->kernels(sb, t0, "eager");
+    }
     how = "eager (one kernel per op)";
   }
 

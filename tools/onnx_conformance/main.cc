@@ -19,121 +19,28 @@
 #include <map>
 #include <sstream>
 
-#include "kiln/interp.h"
-#include "kiln/onnx.h"
-#include "kiln/tensor_io.h"
+#include "conformance.h"
+#include "kiln/error.h"
 
 namespace fs = std::filesystem;
 using namespace kiln;
+using conformance::one_line;
 
 namespace {
 
 struct Options {
-  std::string data_dir, report, floor_file, filter;
+  std::string data_dir, report, floor_file, filter, exceptions_file;
+  std::string suite = "node";  // --suite: folders under onnx/backend/test/data
   int jobs = 2;
   int timeout_s = 20;
   bool verbose = false;
+  bool compile = false;  // --compile: interpreter-passing tests also run optimized + compiled
+  int batch = 64;        // --batch: tests per compiled translation unit
 };
-
-std::vector<fs::path> numbered(const fs::path& dir, const std::string& prefix) {
-  std::vector<std::pair<int, fs::path>> files;
-  for (const auto& e : fs::directory_iterator(dir)) {
-    std::string n = e.path().filename().string();
-    if (n.rfind(prefix, 0) == 0 && e.path().extension() == ".pb")
-      files.push_back({std::stoi(n.substr(prefix.size())), e.path()});
-  }
-  std::sort(files.begin(), files.end());
-  std::vector<fs::path> out;
-  for (auto& f : files) out.push_back(f.second);
-  return out;
-}
-
-// ONNX's default check: |actual - expected| <= atol + rtol * |expected|, NaNs must match.
-std::string compare(const HostTensor& got, const HostTensor& want, const std::string& name) {
-  if (got.dtype() != want.dtype())
-    return str("output '", name, "' has dtype ", dtype_name(got.dtype()), ", expected ", dtype_name(want.dtype()));
-  if (got.shape() != want.shape())
-    return str("output '", name, "' has shape ", dims_to_string(got.shape()), ", expected ", dims_to_string(want.shape()));
-  const double rtol = 1e-3, atol = 1e-7;
-  int64_t bad = 0, first = -1;
-  for (int64_t i = 0; i < want.numel(); ++i) {
-    bool ok;
-    if (is_float(want.dtype())) {
-      double a = got.get_f64(i), b = want.get_f64(i);
-      if (std::isnan(b)) ok = std::isnan(a);
-      else if (std::isinf(b)) ok = a == b;
-      else ok = std::fabs(a - b) <= atol + rtol * std::fabs(b);
-    } else {
-      ok = got.get_i64(i) == want.get_i64(i);
-    }
-    if (!ok && bad++ == 0) first = i;
-  }
-  if (bad == 0) return "";
-  return str("output '", name, "': ", bad, " of ", want.numel(), " elements differ; first at ", first, ": got ",
-             got.get_f64(first), ", expected ", want.get_f64(first));
-}
-
-// Runs one test directory; returns "PASS", "FAIL: msg" or "UNSUPPORTED: msg".
-std::string run_test(const fs::path& dir) {
-  fs::path model = dir / "model.onnx";
-  try {
-    std::vector<std::string> names = onnx_input_names(model.string());
-    std::vector<fs::path> sets;
-    for (const auto& e : fs::directory_iterator(dir))
-      if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0) sets.push_back(e.path());
-    std::sort(sets.begin(), sets.end());
-    if (sets.empty()) return "FAIL: no test_data_set_* folder";
-    for (const auto& set : sets) {
-      std::map<std::string, HostTensor> given;
-      auto in_files = numbered(set, "input_");
-      if (in_files.size() > names.size()) return "FAIL: more input files than graph inputs";
-      for (size_t i = 0; i < in_files.size(); ++i) {
-        std::string n;
-        try {
-          given[names[i]] = read_tensor_pb(in_files[i].string(), &n);  // by position, as ONNX's runner
-        } catch (const Error&) {
-          import_onnx(model.string());  // sequence/optional inputs: let the importer say "unsupported"
-          throw;
-        }
-      }
-      ImportOptions opts;
-      opts.static_input_values = given;
-      auto g = import_onnx(model.string(), opts);
-      std::vector<HostTensor> feed;
-      for (const Value* in : g->inputs()) {
-        auto it = given.find(in->name);
-        if (it == given.end()) return str("FAIL: no data for graph input '", in->name, "'");
-        feed.push_back(it->second);
-      }
-      auto outs = interp::run(*g, feed);
-      auto out_files = numbered(set, "output_");
-      if (out_files.size() != outs.size())
-        return str("FAIL: graph has ", outs.size(), " outputs, test data has ", out_files.size());
-      for (size_t i = 0; i < outs.size(); ++i) {
-        std::string n;
-        HostTensor want = read_tensor_pb(out_files[i].string(), &n);
-        std::string diff = compare(outs[i], want, n.empty() ? str(i) : n);
-        if (!diff.empty()) return "FAIL: " + diff;
-      }
-    }
-    return "PASS";
-  } catch (const UnsupportedError& e) {
-    return std::string("UNSUPPORTED: ") + e.what();
-  } catch (const std::exception& e) {
-    return std::string("FAIL: ") + e.what();
-  }
-}
 
 struct Result {
   std::string name, status, message;
 };
-
-std::string one_line(std::string s) {
-  for (char& c : s)
-    if (c == '\n' || c == '|') c = ' ';
-  if (s.size() > 300) s = s.substr(0, 300) + "...";
-  return s;
-}
 
 // Forks a child per test (at most opts.jobs at once) and collects its one-line verdict.
 std::vector<Result> run_all(const std::vector<fs::path>& tests, const Options& opts) {
@@ -149,7 +56,7 @@ std::vector<Result> run_all(const std::vector<fs::path>& tests, const Options& o
       if (pid == 0) {
         close(fds[0]);
         alarm(unsigned(opts.timeout_s));
-        std::string verdict = run_test(tests[next]);
+        std::string verdict = conformance::run_interpreted(tests[next]);
         ssize_t unused = write(fds[1], verdict.data(), verdict.size());
         (void)unused;
         _exit(0);
@@ -196,7 +103,10 @@ std::vector<Result> run_all(const std::vector<fs::path>& tests, const Options& o
   return results;
 }
 
-std::string find_data_dir() {
+// The onnx package's backend test data folders for `suite` (comma-separated names under
+// onnx/backend/test/data: "node", or "pytorch-converted,pytorch-operator,simple" for the small
+// real-model tests), comma-joined.
+std::string find_data_dir(const std::string& suite) {
   for (fs::path p = fs::current_path(); !p.empty(); p = p.parent_path()) {
     fs::path py = p / ".venv/bin/python";
     if (fs::exists(py)) {
@@ -208,7 +118,11 @@ std::string find_data_dir() {
       pclose(f);
       while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
       if (out.empty()) return "";
-      return out + "/backend/test/data/node";
+      std::string dirs;
+      std::stringstream names(suite);
+      for (std::string name; std::getline(names, name, ',');)
+        dirs += (dirs.empty() ? "" : ",") + out + "/backend/test/data/" + name;
+      return dirs;
     }
     if (p == p.parent_path()) break;
   }
@@ -226,31 +140,58 @@ int main(int argc, char** argv) {
       return argv[++i];
     };
     if (a == "--data-dir") opts.data_dir = value();
+    else if (a == "--suite") opts.suite = value();
     else if (a == "--report") opts.report = value();
     else if (a == "--floor") opts.floor_file = value();
     else if (a == "--filter") opts.filter = value();
     else if (a == "--jobs") opts.jobs = std::max(1, std::stoi(value()));
     else if (a == "--timeout") opts.timeout_s = std::max(1, std::stoi(value()));
     else if (a == "-v" || a == "--verbose") opts.verbose = true;
+    else if (a == "--compile") opts.compile = true;
+    else if (a == "--exceptions") opts.exceptions_file = value();
+    else if (a == "--batch") opts.batch = std::max(1, std::stoi(value()));
     else {
       std::cerr << "usage: onnx_conformance [--data-dir DIR] [--report FILE.md] [--floor FILE] [--filter SUBSTR]\n"
                    "                        [--jobs N] [--timeout S] [-v]\n"
-                   "DIR defaults to onnx/backend/test/data/node of the onnx package in the nearest .venv.\n";
+                   "                        [--compile [--batch N] [--exceptions FILE]]\n"
+                   "--compile runs every test the interpreter passes through kiln::optimize + kiln::compile\n"
+                   "(N tests per translation unit) and compares at the same tolerances; it fails when a compiled\n"
+                   "failure is not listed in FILE (lines: test_name reason).\n"
+                   "DIR (comma-separated folders allowed) defaults to onnx/backend/test/data/SUITE of the onnx\n"
+                   "package in the nearest .venv; --suite SUITE[,SUITE...] picks the folders (default: node;\n"
+                   "models: pytorch-converted,pytorch-operator,simple).\n";
       return 2;
     }
   }
-  if (opts.data_dir.empty()) opts.data_dir = find_data_dir();
-  if (opts.data_dir.empty() || !fs::is_directory(opts.data_dir)) {
+  if (opts.suite == "models") opts.suite = "pytorch-converted,pytorch-operator,simple";
+  if (opts.data_dir.empty()) opts.data_dir = find_data_dir(opts.suite);
+  std::vector<std::string> data_dirs;
+  std::stringstream dir_list(opts.data_dir);
+  for (std::string d; std::getline(dir_list, d, ',');) data_dirs.push_back(d);
+  bool all_found = !data_dirs.empty();
+  for (const auto& d : data_dirs) all_found = all_found && fs::is_directory(d);
+  if (!all_found) {
     std::cout << "onnx_conformance: SKIPPED: ONNX backend test data not found (need .venv with the pinned onnx "
                  "package: scripts/install-deps)\n";
     return 77;
   }
   std::vector<fs::path> tests;
-  for (const auto& e : fs::directory_iterator(opts.data_dir))
-    if (e.is_directory() && fs::exists(e.path() / "model.onnx") &&
-        (opts.filter.empty() || e.path().filename().string().find(opts.filter) != std::string::npos))
-      tests.push_back(e.path());
+  for (const auto& dir : data_dirs)
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.is_directory() && fs::exists(e.path() / "model.onnx") &&
+          (opts.filter.empty() || e.path().filename().string().find(opts.filter) != std::string::npos))
+        tests.push_back(e.path());
   std::sort(tests.begin(), tests.end());
+  if (opts.compile) {
+    conformance::CompiledOptions co;
+    co.jobs = opts.jobs;
+    co.timeout_s = opts.timeout_s;
+    co.batch = opts.batch;
+    co.verbose = opts.verbose;
+    co.report = opts.report;
+    co.exceptions_file = opts.exceptions_file;
+    return conformance::run_compiled_mode(tests, co);
+  }
   auto t0 = std::chrono::steady_clock::now();
   std::vector<Result> results = run_all(tests, opts);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -260,9 +201,9 @@ int main(int argc, char** argv) {
   double pct = total ? 100.0 * pass / total : 0;
   if (!opts.report.empty()) {
     std::ofstream md(opts.report);
-    md << "# ONNX backend node-test coverage\n\n"
-       << "Generated by `onnx_conformance` (tools/onnx_conformance) from the pinned `onnx` package's backend node "
-          "tests, run through Kiln's ONNX importer and the reference interpreter, compared at rtol=1e-3, atol=1e-7. "
+    md << "# ONNX backend " << (opts.suite == "node" ? std::string("node") : opts.suite) << "-test coverage\n\n"
+       << "Generated by `onnx_conformance --suite " << opts.suite
+       << "` (tools/onnx_conformance) from the pinned `onnx` package's backend tests, run through Kiln's ONNX importer and the reference interpreter, compared at rtol=1e-3, atol=1e-7. "
           "Regenerate: `build/onnx_conformance --report docs/onnx-coverage.md`.\n\n"
        << "| total | pass | fail | unsupported | pass rate |\n|---|---|---|---|---|\n"
        << "| " << total << " | " << pass << " | " << fail << " | " << unsupported << " | "

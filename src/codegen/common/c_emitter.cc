@@ -28,8 +28,9 @@ std::string storage_type(DType t) {
 }
 
 std::string double_literal(double v) {
-  if (std::isnan(v)) return "std::numeric_limits<double>::quiet_NaN()";
-  if (std::isinf(v)) return v > 0 ? "std::numeric_limits<double>::infinity()"
+  // Parenthesised like the finite literals: typed_constant writes "float" + literal.
+  if (std::isnan(v)) return "(std::numeric_limits<double>::quiet_NaN())";
+  if (std::isinf(v)) return v > 0 ? "(std::numeric_limits<double>::infinity())"
                                   : "(-std::numeric_limits<double>::infinity())";
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.17g", v);
@@ -87,23 +88,19 @@ std::string formula(const Scalar& s, const std::vector<std::string>& a) {
     case Op::Abs:
       return fl ? call("std::fabs")
                 : str("(", a[0], " < 0 ? ", wrap_int(rt, "0", "-", a[0]), " : ", a[0], ")");
-    case Op::Exp: return call("std::exp");
+    case Op::Exp: return call("kiln_exp");  // vectorisable on float (c_prelude.cc)
     case Op::Log: return call("std::log");
     case Op::Sqrt: return call("std::sqrt");
     case Op::Rsqrt: return str("(", T, "(1) / std::sqrt(", a[0], "))");
     case Op::Reciprocal: return str("(", T, "(1) / ", a[0], ")");
     case Op::Tanh: return call("std::tanh");
-    case Op::Sigmoid: return str("(", T, "(1) / (", T, "(1) + std::exp(-", a[0], ")))");
+    case Op::Sigmoid: return str("(", T, "(1) / (", T, "(1) + kiln_exp(-", a[0], ")))");
     case Op::Erf: return call("std::erf");
     case Op::Relu: return fl ? call("kiln_relu") : str("(", a[0], " > 0 ? ", a[0], " : ", T, "(0))");
-    case Op::Gelu:
-      if (s.attrs.get_string("approximate") == "tanh")
-        return str("(", T, "(0.5) * ", a[0], " * (", T, "(1) + std::tanh(", T,
-                   "(0.7978845608028654) * (", a[0], " + ", T, "(0.044715) * ", a[0], " * ", a[0],
-                   " * ", a[0], "))))");
-      return str("(", T, "(0.5) * ", a[0], " * (", T, "(1) + std::erf(", a[0], " / ", T,
-                 "(1.4142135623730951))))");
-    case Op::Silu: return str("(", a[0], " / (", T, "(1) + std::exp(-", a[0], ")))");
+    case Op::Gelu:  // vectorisable forms in c_prelude.cc
+      if (s.attrs.get_string("approximate") == "tanh") return call("kiln_gelu_tanh");
+      return call("kiln_gelu");
+    case Op::Silu: return str("(", a[0], " / (", T, "(1) + kiln_exp(-", a[0], ")))");
     case Op::Sin: return call("std::sin");
     case Op::Cos: return call("std::cos");
     case Op::Floor: return call("std::floor");
@@ -156,6 +153,27 @@ std::string formula(const Scalar& s, const std::vector<std::string>& a) {
     case Op::Or: return str("(", a[0], " || ", a[1], ")");
     case Op::Xor: return str("(", a[0], " != ", a[1], ")");
     case Op::Where: return str("(", a[0], " ? ", a[1], " : ", a[2], ")");
+    case Op::Asin: return call("std::asin");
+    case Op::Acos: return call("std::acos");
+    case Op::Atan: return call("std::atan");
+    case Op::Sinh: return call("std::sinh");
+    case Op::Cosh: return call("std::cosh");
+    case Op::Asinh: return call("std::asinh");
+    case Op::Acosh: return call("std::acosh");
+    case Op::Atanh: return call("std::atanh");
+    case Op::BitNot: return str(T, "(~int64_t(", a[0], "))");
+    case Op::BitAnd: return str(T, "(int64_t(", a[0], ") & int64_t(", a[1], "))");
+    case Op::BitOr: return str(T, "(int64_t(", a[0], ") | int64_t(", a[1], "))");
+    case Op::BitXor: return str(T, "(int64_t(", a[0], ") ^ int64_t(", a[1], "))");
+    case Op::BitShift: {
+      // As the reference kernel: shifting by the bit width or more gives 0 (or -1 for a negative
+      // signed value shifted right); unsigned values widen to non-negative int64.
+      std::string x = str("int64_t(", a[0], ")"), n = str("int64_t(", a[1], ")");
+      if (s.attrs.get_int("left") != 0)
+        return str(T, "(", n, " < 0 || ", n, " >= ", dtype_size(rt) * 8, " ? uint64_t(0) : uint64_t(", x, ") << ", n, ")");
+      return str(T, "(", n, " < 0 ? int64_t(0) : ", n, " >= 64 ? (", x, " < 0 ? int64_t(-1) : int64_t(0)) : ", x,
+                 " >> ", n, ")");
+    }
     default: break;
   }
   throw Error(str("internal error: no C formula for op ", op_name(s.op)));
@@ -298,7 +316,7 @@ struct Printer {
     for (size_t i = 0; i < k.params.size(); ++i) {
       const auto& p = k.params[i];
       std::string t = storage_type(p.dtype);
-      line(1, str(p.is_output ? "" : "const ", t, "* __restrict p", i, " = static_cast<",
+      line(1, str(p.is_output ? "" : "const ", t, p.may_alias ? "* p" : "* __restrict p", i, " = static_cast<",
                   p.is_output ? "" : "const ", t, "*>(kiln_bufs[", i, "]);  // ", p.label));
     }
     line(1, "(void)kiln_nthreads; (void)kiln_status;");
@@ -324,6 +342,9 @@ bool can_emit_elementwise(const Node& n) {
     case Op::Sub: case Op::Mul: case Op::Div: case Op::Pow: case Op::Maximum: case Op::Minimum:
     case Op::Mod: case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge:
     case Op::And: case Op::Or: case Op::Xor: case Op::Where:
+    case Op::Asin: case Op::Acos: case Op::Atan: case Op::Sinh: case Op::Cosh: case Op::Asinh:
+    case Op::Acosh: case Op::Atanh: case Op::BitNot: case Op::BitAnd: case Op::BitOr: case Op::BitXor:
+    case Op::BitShift:
       return true;
     default: return false;
   }
@@ -332,6 +353,23 @@ bool can_emit_elementwise(const Node& n) {
 std::string emit_kernel(const LoopKernel& k, const CTarget& target) {
   Printer p{k, target, {}};
   return p.run();
+}
+
+std::string c_scalar_expression(const lower::Scalar& s) { return scalar_expr(s); }
+std::string c_index_expression(const lower::Index& index) { return index_text(index); }
+std::string c_store_expression(DType t, const std::string& v) { return store_expr(t, v); }
+std::string c_storage_type(DType t) { return storage_type(t); }
+std::string c_accumulator_identity(DType t, lower::Fold f) { return acc_identity(t, f); }
+std::string c_accumulator_update(const lower::Stmt& update) { return acc_update(update); }
+std::string c_fold_combine(DType t, lower::Fold f, const std::string& a, const std::string& b) {
+  bool fl = is_float(t);
+  switch (f) {
+    case Fold::Sum: return fl ? str("(", a, " + ", b, ")") : wrap_int(t, a, "+", b);
+    case Fold::Prod: return fl ? str("(", a, " * ", b, ")") : wrap_int(t, a, "*", b);
+    case Fold::Max: return fl ? str("kiln_acc_max<", ct(t), ">(", a, ", ", b, ")") : str("(", b, " > ", a, " ? ", b, " : ", a, ")");
+    case Fold::Min: return fl ? str("kiln_acc_min<", ct(t), ">(", a, ", ", b, ")") : str("(", b, " < ", a, " ? ", b, " : ", a, ")");
+  }
+  return a;
 }
 
 }  // namespace kiln::codegen

@@ -28,4 +28,15 @@ std::string c_prelude();
 // status is set to 1 when an integer division or modulo by zero happened.
 std::string emit_kernel(const lower::LoopKernel& k, const CTarget& target);
 
+// The pieces emit_kernel prints statements from, for targets that arrange loops their own way (the
+// CUDA target maps loops to blocks and threads but prints every expression exactly as here).
+std::string c_scalar_expression(const lower::Scalar& s);
+std::string c_index_expression(const lower::Index& index);
+std::string c_store_expression(DType param_dtype, const std::string& value);  // value -> storage
+std::string c_storage_type(DType t);                                          // pointer element type
+std::string c_accumulator_identity(DType t, lower::Fold f);
+std::string c_accumulator_update(const lower::Stmt& update);  // "acc = fold(acc, value);"
+// "fold(a, b)" for combining two partial accumulators of one fold.
+std::string c_fold_combine(DType t, lower::Fold f, const std::string& a, const std::string& b);
+
 }  // namespace kiln::codegen

@@ -50,6 +50,55 @@ inline uint16_t kiln_f2b(float f) {
   if ((x & 0x7fffffffu) > 0x7f800000u) return uint16_t(((x >> 16) & 0x8000u) | 0x7fc0u);
   return uint16_t((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 }
+// exp on float that GCC vectorises on baseline x86-64 (libm's expf is a scalar call): x = n*ln2 + r
+// with |r| <= ln2/2 (Cody-Waite split of ln2), e^r by its degree-7 Taylor polynomial (truncation
+// < 0.05 ulp), then scaled by 2^n as two exact power-of-two factors so that results in the
+// denormal range are rounded once. No float->int conversion: n comes from the bits of a
+// round-to-nearest magic-number sum, so NaN/inf inputs are well defined (NaN stays NaN, -inf -> 0,
+// +inf -> inf). Accurate to a few ulp (tests/unit/compile/vector_exp_test.cc).
+inline float kiln_exp(float x) {
+  float xc = x < -104.0f ? -104.0f : x;  // below: 0 after rounding; above: inf
+  xc = xc > 89.0f ? 89.0f : xc;
+  const float magic = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer in the low bits
+  float t = xc * 1.44269504088896341f + magic;
+  float n = t - magic;
+  int32_t tb;
+  std::memcpy(&tb, &t, 4);
+  int32_t ni = tb - 0x4b400000;  // n as an integer, from the bits of the magic sum
+  float r = (xc - n * 0.693359375f) - n * -2.12194440e-4f;
+  float p = 1.0f + r * (1.0f + r * (0.5f + r * (0.166666672f + r * (0.0416666679f +
+            r * (0.00833333377f + r * (0.00138888892f + r * 0.000198412701f))))));
+  int32_t h = ni >> 1;
+  int32_t b1 = (h + 127) << 23, b2 = (ni - h + 127) << 23;  // 2^h and 2^(n-h), both normal
+  float s1, s2;
+  std::memcpy(&s1, &b1, 4);
+  std::memcpy(&s2, &b2, 4);
+  float y = p * s1 * s2;
+  return x == x ? y : x;
+}
+inline double kiln_exp(double x) { return std::exp(x); }  // f64 keeps libm
+template <typename T> inline T kiln_exp(T x) { return T(std::exp(double(x))); }
+// gelu on float without libm's scalar erf, so the matmul epilogue vectorises. 1 + erf(z) is
+// 2 - erfc(z) for z >= 0 and erfc(-z) for z < 0; erfc(z >= 0) = t*exp(-z^2 + P(t)),
+// t = 1/(1 + z/2), with the classic Chebyshev fit P whose erfc has relative error < 1.2e-7. Using
+// erfc on the negative side keeps the relative error small where gelu(x) is tiny.
+inline float kiln_gelu(float x) {
+  float z = x * 0.707106781186547524f;
+  float a = z < 0.0f ? -z : z;
+  float t = 1.0f / (1.0f + 0.5f * a);
+  float p = -1.26551223f + t * (1.00002368f + t * (0.37409196f + t * (0.09678418f + t * (-0.18628806f +
+            t * (0.27886807f + t * (-1.13520398f + t * (1.48851587f + t * (-0.82215223f + t * 0.17087277f))))))));
+  float erfc = t * kiln_exp(p - a * a);
+  float one_plus_erf = z < 0.0f ? erfc : 2.0f - erfc;
+  return 0.5f * x * one_plus_erf;
+}
+inline double kiln_gelu(double x) { return 0.5 * x * (1.0 + std::erf(x / 1.4142135623730951)); }
+// gelu's tanh form: 0.5*x*(1 + tanh(u)) = x / (1 + exp(-2u)), u = sqrt(2/pi)*(x + 0.044715 x^3):
+// no tanh call and no cancellation.
+template <typename T> inline T kiln_gelu_tanh(T x) {
+  T u = T(0.7978845608028654) * (x + T(0.044715) * x * x * x);
+  return x / (T(1) + kiln_exp(T(-2) * u));
+}
 inline float kiln_round_h(float f) { return kiln_h2f(kiln_f2h(f)); }
 inline float kiln_round_b(float f) { return kiln_b2f(kiln_f2b(f)); }
 

@@ -55,7 +55,9 @@ CompilerConfig default_compiler(bool march_native, const std::vector<std::string
   CompilerConfig cfg;
   const char* env = std::getenv("CXX");
   cfg.cxx = env && *env ? env : "g++";
-  cfg.flags = {"-std=c++17", "-O3", "-fopenmp", "-fPIC", "-shared", "-fno-math-errno", "-w"};
+  // -fno-trapping-math: results are unchanged (Kiln never reads FP exception flags), but without it GCC
+  // refuses to if-convert float comparisons (relu, max, clamps, kiln_exp), so those loops stay scalar.
+  cfg.flags = {"-std=c++17", "-O3", "-fopenmp", "-fPIC", "-shared", "-fno-math-errno", "-fno-trapping-math", "-w"};
   if (march_native) cfg.flags.push_back("-march=native");
   for (const auto& f : extra_flags) cfg.flags.push_back(f);
   // The compiler's identity is asked once per compiler path.

@@ -26,6 +26,9 @@ static const std::map<std::string, std::vector<int>>& constant_operands() {
       {"ReduceL1", {1}},      {"ReduceL2", {1}},      {"ReduceLogSum", {1}},  {"ReduceLogSumExp", {1}},
       {"ReduceSumSquare", {1}}, {"Resize", {1, 2, 3}}, {"Upsample", {1}},     {"CumSum", {1}},
       {"Trilu", {1}},         {"OneHot", {1}},        {"Clip", {1, 2}},       {"Dropout", {1, 2}},
+      {"HannWindow", {0}},    {"HammingWindow", {0}}, {"BlackmanWindow", {0}}, {"DFT", {1, 2}},
+      {"STFT", {1, 3}},       {"Compress", {1}},      {"CenterCropPad", {1}},  {"Col2Im", {1, 2}},
+      {"AffineGrid", {1}},    {"MaxUnpool", {2}},
   };
   return m;
 }
@@ -242,6 +245,13 @@ const OpRegistry& op_registry() {
     register_shape_ops(m);
     register_reduce_ops(m);
     register_nn_ops(m);
+    register_signal_ops(m);
+    register_index_ops(m);
+    register_vision_ops(m);
+    register_rnn_ops(m);
+    register_math_ops(m);
+    register_transformer_ops(m);
+    register_loss_ops(m);
     return m;
   }();
   return r;
@@ -564,8 +574,10 @@ std::unique_ptr<Graph> Importer::run() {
   }
   if (!opsets_.count("") && model_.opset_import_size() == 0) opsets_[""] = 1;  // IR v3 default
   int opset = opset_for("");
-  if (opset >= 0 && opset < 7)
-    throw UnsupportedError(str(origin_, ": default-domain opset ", opset, " is older than 7, the oldest supported"));
+  // Opsets 1-6 differ from 7 mainly in legacy broadcasting (handled by the binary ops) and in
+  // attributes later removed (is_test, spatial, consumed_inputs), which handlers ignore or check.
+  if (opset >= 0 && opset < 6)
+    throw UnsupportedError(str(origin_, ": default-domain opset ", opset, " is older than 6, the oldest supported"));
   if (model_.functions_size() > 0) {
     // Model-local functions are only a problem when a node calls one: import_node reports it.
   }

@@ -96,6 +96,13 @@ void register_elementwise_ops(OpRegistry& r);
 void register_shape_ops(OpRegistry& r);
 void register_reduce_ops(OpRegistry& r);
 void register_nn_ops(OpRegistry& r);
+void register_signal_ops(OpRegistry& r);  // ops_signal.cc: windows, DFT, STFT
+void register_index_ops(OpRegistry& r);   // ops_index.cc: GatherND, Scatter*, Compress, ...
+void register_vision_ops(OpRegistry& r);  // ops_vision.cc: GridSample, Col2Im, LpPool, ...
+void register_rnn_ops(OpRegistry& r);     // ops_rnn.cc: RNN, GRU, LSTM unrolled
+void register_math_ops(OpRegistry& r);        // ops_math.cc: inverse/hyperbolic trig, bitwise, Det, EyeLike
+void register_transformer_ops(OpRegistry& r); // ops_transformer.cc: Attention, RotaryEmbedding, norms
+void register_loss_ops(OpRegistry& r);        // ops_loss.cc: NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
 const OpRegistry& op_registry();
 
 // Shared helpers for handlers.

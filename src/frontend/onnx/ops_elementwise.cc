@@ -13,8 +13,24 @@ namespace {
 void unary(OpRegistry& r, const char* onnx_name, Op op) {
   r[onnx_name] = [op](NodeCtx& c) { c.set_output(0, c.emit(op, {c.input(0)})); };
 }
+// Before opset 7, binary ops broadcast only with broadcast=1, and `axis` says where B's dims
+// line up inside A's; trailing size-1 dims turn that into numpy broadcasting.
+Value* legacy_rhs(NodeCtx& c, Value* a, Value* b) {
+  if (c.opset() >= 7 || c.attr_int("broadcast", 0) == 0 || !c.has_attr("axis")) return b;
+  int ra = a->type.rank(), rb = b->type.rank();
+  int64_t axis = c.attr_int("axis", 0);
+  if (axis < 0) axis += ra;
+  if (axis < 0 || axis + rb > ra) c.fail(str("legacy broadcast axis ", c.attr_int("axis", 0), " does not fit B in A"));
+  Shape s = b->type.shape;
+  for (int64_t i = axis + rb; i < ra; ++i) s.push_back(SymInt(1));
+  return c.reshape(b, s);
+}
+
 void binary(OpRegistry& r, const char* onnx_name, Op op) {
-  r[onnx_name] = [op](NodeCtx& c) { c.set_output(0, c.emit(op, {c.input(0), c.input(1)})); };
+  r[onnx_name] = [op](NodeCtx& c) {
+    Value* a = c.input(0);
+    c.set_output(0, c.emit(op, {a, legacy_rhs(c, a, c.input(1))}));
+  };
 }
 
 Value* scalar(NodeCtx& c, const Value* like, double v) { return c.scalar_like(like, v); }
@@ -117,7 +133,7 @@ void register_elementwise_ops(OpRegistry& r) {
   };
   r["Pow"] = [](NodeCtx& c) {  // the exponent may have another type: compute in the base's type
     Value* x = c.input(0);
-    c.set_output(0, c.emit(Op::Pow, {x, c.cast(c.input(1), x->type.dtype)}));
+    c.set_output(0, c.emit(Op::Pow, {x, c.cast(legacy_rhs(c, x, c.input(1)), x->type.dtype)}));
   };
   r["Mod"] = [](NodeCtx& c) {
     c.set_output(0, c.emit(Op::Mod, {c.input(0), c.input(1)}, {{"fmod", c.attr_int("fmod", 0)}}));
@@ -148,6 +164,12 @@ void register_elementwise_ops(OpRegistry& r) {
   r["PRelu"] = [](NodeCtx& c) {
     Value* x = c.input(0);
     Value* slope = c.input(1);
+    // Before opset 7 a [C] slope is per channel (dim 1), not numpy-aligned to the last dim.
+    if (c.opset() < 7 && slope->type.rank() == 1 && x->type.rank() > 2 && !(slope->type.shape[0] == SymInt(1))) {
+      Shape per_channel(size_t(x->type.rank() - 1), SymInt(1));
+      per_channel[0] = slope->type.shape[0];
+      slope = c.reshape(slope, per_channel);
+    }
     c.set_output(0, c.emit(Op::Where, {gt_zero(c, x), x, c.emit(Op::Mul, {x, slope})}));
   };
   r["ThresholdedRelu"] = [](NodeCtx& c) {

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <set>
 
-#include "frontend/onnx/importer.h"
+#include "frontend/onnx/build_helpers.h"
 
 namespace kiln::onnx_import {
 
@@ -153,6 +153,10 @@ void conv_transpose(NodeCtx& c) {
 void pool(NodeCtx& c, bool is_max) {
   Value* x = c.input(0);
   if (is_max && c.wants_output(1)) c.unsupported("MaxPool's Indices output is not supported");
+  if (x->type.rank() == 5) {
+    pool3d(c, is_max);  // ops_vision.cc: two 2-D pools
+    return;
+  }
   Window win = window_params(c, x, c.attr_ints("kernel_shape"));
   Attrs attrs{{"kernel", win.kernel}, {"strides", win.strides}, {"pads", win.pads}, {"ceil_mode", c.attr_int("ceil_mode", 0)}};
   if (is_max) {
@@ -173,8 +177,11 @@ std::vector<int64_t> spatial_axes(const Value* x) {
 }
 
 void batch_norm(NodeCtx& c) {
-  if (c.attr_int("training_mode", 0) != 0 || c.wants_output(1) || c.wants_output(2))
-    c.unsupported("BatchNormalization in training mode");
+  if (c.attr_int("training_mode", 0) != 0 || c.wants_output(1) || c.wants_output(2)) {
+    batch_norm_training(c);  // ops_vision.cc
+    return;
+  }
+  if (c.attr_int("spatial", 1) == 0) c.unsupported("BatchNormalization with spatial=0 (opset < 9)");
   c.set_output(0, c.emit(Op::BatchNorm, {c.input(0), c.input(1), c.input(2), c.input(3), c.input(4)},
                          {{"eps", c.attr_float("epsilon", 1e-5)}}));
 }
@@ -332,12 +339,19 @@ void einsum(NodeCtx& c) {
   c.set_output(0, to_order(c, acc, out));
 }
 
+int64_t static_dim_or_fail(NodeCtx& c, const Value* x, int i) {
+  auto d = x->type.shape[size_t(i)].maybe_constant();
+  if (!d) c.unsupported("Resize of a symbolic dim");
+  return *d;
+}
+
 void resize(NodeCtx& c) {
   Value* x = c.input(0);
   int rank = x->type.rank();
   if (c.attr_int("antialias", 0) != 0) c.unsupported("Resize with antialias");
-  if (!c.attr_ints("axes").empty()) c.unsupported("Resize with axes");
-  if (c.attr_string("keep_aspect_ratio_policy", "stretch") != "stretch") c.unsupported("keep_aspect_ratio_policy");
+  std::string policy = c.attr_string("keep_aspect_ratio_policy", "stretch");
+  if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller")
+    c.fail("keep_aspect_ratio_policy must be stretch, not_larger or not_smaller, got '" + policy + "'");
   std::string mode = c.attr_string("mode", "nearest");
   std::string coord = c.attr_string("coordinate_transformation_mode", "half_pixel");
   std::vector<double> scales, roi;
@@ -352,6 +366,45 @@ void resize(NodeCtx& c) {
     scales = s.to_doubles();
   }
   if (c.has_input(sizes_at)) sizes = c.require_ints(sizes_at, "sizes");
+  // axes: scales/sizes/roi name only some dims; the others keep scale 1, their size, roi [0, 1].
+  std::vector<int64_t> axes = c.attr_ints("axes");
+  for (auto& a : axes) a = normalize_axis(c, a, rank);
+  if (!axes.empty()) {
+    size_t n = axes.size();
+    if (!scales.empty() && scales.size() != n) c.fail("scales must have one entry per axis");
+    if (!sizes.empty() && sizes.size() != n) c.fail("sizes must have one entry per axis");
+    if (!roi.empty() && roi.size() != 2 * n) c.fail("roi must have two entries per axis");
+    std::vector<double> fs(size_t(rank), 1.0), fr;
+    std::vector<int64_t> fz;
+    for (int i = 0; i < rank; ++i) fz.push_back(x->type.shape[size_t(i)].maybe_constant().value_or(-1));
+    if (!roi.empty()) {
+      fr.assign(size_t(rank), 0.0);
+      fr.resize(size_t(2 * rank), 1.0);
+    }
+    for (size_t i = 0; i < n; ++i) {
+      size_t a = size_t(axes[i]);
+      if (!scales.empty()) fs[a] = scales[i];
+      if (!sizes.empty()) fz[a] = sizes[i];
+      if (!roi.empty()) { fr[a] = roi[i]; fr[a + size_t(rank)] = roi[n + i]; }
+    }
+    if (!scales.empty()) scales = fs;
+    if (!sizes.empty()) sizes = fz;
+    if (!roi.empty()) roi = fr;
+  } else {
+    for (int i = 0; i < rank; ++i) axes.push_back(i);
+  }
+  std::optional<double> kept_scale;  // the coordinate transform then uses this one scale
+  if (!sizes.empty() && policy != "stretch") {
+    // One scale for every resized axis (the smallest or largest), sizes rounded half up.
+    if (int(sizes.size()) != rank) c.fail("sizes must have one entry per dim");
+    double k = policy == "not_larger" ? 1e300 : -1e300;
+    for (int64_t a : axes) {
+      double r = double(sizes[size_t(a)]) / double(static_dim_or_fail(c, x, int(a)));
+      k = policy == "not_larger" ? std::min(k, r) : std::max(k, r);
+    }
+    for (int64_t a : axes) sizes[size_t(a)] = int64_t(k * double(static_dim_or_fail(c, x, int(a))) + 0.5);
+    kept_scale = k;
+  }
   Shape out;
   if (!sizes.empty()) {
     if (int(sizes.size()) != rank) c.fail("sizes must have one entry per dim");
@@ -370,6 +423,8 @@ void resize(NodeCtx& c) {
       out.push_back(SymInt(int64_t(std::floor(double(*d) * scales[size_t(i)]))));
     }
   }
+  if (kept_scale)
+    for (int64_t a : axes) scales[size_t(a)] = *kept_scale;
   c.set_output(0, c.emit(Op::Resize, {x}, {{"sizes", out}, {"scales", scales}, {"mode", mode}, {"coord_mode", coord},
                                            {"nearest_mode", c.attr_string("nearest_mode", "round_prefer_floor")},
                                            {"cubic_coeff_a", c.attr_float("cubic_coeff_a", -0.75)},

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <limits>
 
-#include "frontend/onnx/importer.h"
+#include "frontend/onnx/build_helpers.h"
 
 namespace kiln::onnx_import {
 
@@ -178,7 +178,6 @@ void pad(NodeCtx& c) {
   Value* x = c.input(0);
   int rank = x->type.rank();
   std::string mode = c.attr_string("mode", "constant");
-  if (mode == "wrap") c.unsupported("pad mode 'wrap' is not supported");
   std::vector<int64_t> pads;
   double value = 0;
   std::vector<int64_t> axes;
@@ -205,6 +204,10 @@ void pad(NodeCtx& c) {
       full[size_t(a)] = pads[i];
       full[size_t(a + rank)] = pads[i + axes.size()];
     }
+  }
+  if (mode == "wrap") {
+    c.set_output(0, pad_wrap(c, x, full));
+    return;
   }
   c.set_output(0, c.emit(Op::Pad, {x}, {{"pads", full}, {"mode", mode}, {"value", value}}));
 }
@@ -324,8 +327,8 @@ void space_to_depth(NodeCtx& c) {
 void one_hot(NodeCtx& c) {
   Value* idx = c.input(0);
   HostTensor depth_t = c.require_known(1, "depth");
-  HostTensor values = c.require_known(2, "values");
-  if (values.numel() != 2) c.fail("values must be [off, on]");
+  Value* values = c.input(2);  // [off, on], read at run time
+  if (values->type.rank() != 1 || values->type.shape[0] != SymInt(2)) c.fail("values must be [off, on]");
   int64_t depth = int64_t(depth_t.get_f64(0));
   int out_rank = idx->type.rank() + 1;
   int axis = normalize_axis(c, c.attr_int("axis", -1), out_rank);
@@ -338,9 +341,9 @@ void one_hot(NodeCtx& c) {
   Value* ar = c.emit(Op::Arange, {}, {{"size", Shape{SymInt(depth)}}, {"dtype", DType::I64}});
   ar = c.reshape(ar, ar_shape);
   Value* hit = c.emit(Op::Eq, {i64, ar});
-  HostTensor off = HostTensor::scalar(values.dtype(), values.get_f64(0));
-  HostTensor on = HostTensor::scalar(values.dtype(), values.get_f64(1));
-  c.set_output(0, c.emit(Op::Where, {hit, c.constant(on), c.constant(off)}));
+  Value* off = c.reshape(slice_axis(c, values, 0, 0, 1), {});
+  Value* on = c.reshape(slice_axis(c, values, 0, 1, 2), {});
+  c.set_output(0, c.emit(Op::Where, {hit, on, off}));
 }
 
 }  // namespace

@@ -36,7 +36,7 @@ struct NpyDescr {
 constexpr NpyDescr kNpyTypes[] = {
     {"<f4", DType::F32}, {"<f8", DType::F64}, {"<f2", DType::F16}, {"|i1", DType::I8}, {"<i2", DType::I16},
     {"<i4", DType::I32}, {"<i8", DType::I64}, {"|u1", DType::U8},  {"|b1", DType::Bool}, {"<i1", DType::I8},
-    {"<u1", DType::U8},  {"<b1", DType::Bool}};
+    {"<u1", DType::U8},  {"<u2", DType::U16}, {"<u4", DType::U32},  {"<b1", DType::Bool}};
 
 // Value of 'key' in the header dict, as raw text up to the next top-level comma or closing brace.
 std::string dict_field(const std::string& header, const std::string& key, const std::string& origin) {

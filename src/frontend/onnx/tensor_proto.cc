@@ -23,6 +23,8 @@ std::optional<DType> dtype_from_onnx(int t) {
     case TensorProto::INT32: return DType::I32;
     case TensorProto::INT64: return DType::I64;
     case TensorProto::UINT8: return DType::U8;
+    case TensorProto::UINT16: return DType::U16;
+    case TensorProto::UINT32: return DType::U32;
     case TensorProto::BOOL: return DType::Bool;
     default: return std::nullopt;
   }
@@ -39,6 +41,8 @@ int onnx_from_dtype(DType t) {
     case DType::I32: return TensorProto::INT32;
     case DType::I64: return TensorProto::INT64;
     case DType::U8: return TensorProto::UINT8;
+    case DType::U16: return TensorProto::UINT16;
+    case DType::U32: return TensorProto::UINT32;
     case DType::Bool: return TensorProto::BOOL;
   }
   return TensorProto::UNDEFINED;
@@ -152,7 +156,11 @@ HostTensor tensor_from_proto(const TensorProto& t, const std::string& base_dir, 
       check_count(t.int32_data(), n, where, "int32_data");
       for (int64_t i = 0; i < n; ++i) out.data<uint16_t>()[i] = uint16_t(t.int32_data(int(i)));
       break;
-    default:  // the remaining integer types and bool live in int32_data
+    case DType::U32:  // uint32 (like uint64) lives in uint64_data
+      check_count(t.uint64_data(), n, where, "uint64_data");
+      for (int64_t i = 0; i < n; ++i) out.set_i64(i, int64_t(t.uint64_data(int(i))));
+      break;
+    default:  // the remaining integer types (uint16 included) and bool live in int32_data
       check_count(t.int32_data(), n, where, "int32_data");
       for (int64_t i = 0; i < n; ++i) out.set_i64(i, t.int32_data(int(i)));
       break;

@@ -98,6 +98,16 @@ KILN_UNARY(logical_not, Not)
 KILN_UNARY(isnan, IsNan)
 KILN_UNARY(global_avg_pool, GlobalAvgPool)
 KILN_UNARY(shape_of, ShapeOf)
+KILN_UNARY(asin, Asin)
+KILN_UNARY(acos, Acos)
+KILN_UNARY(atan, Atan)
+KILN_UNARY(sinh, Sinh)
+KILN_UNARY(cosh, Cosh)
+KILN_UNARY(asinh, Asinh)
+KILN_UNARY(acosh, Acosh)
+KILN_UNARY(atanh, Atanh)
+KILN_UNARY(bit_not, BitNot)
+KILN_UNARY(det, Det)
 #undef KILN_UNARY
 
 Tensor gelu(const Tensor& x, const std::string& approximate) {
@@ -106,6 +116,9 @@ Tensor gelu(const Tensor& x, const std::string& approximate) {
 Tensor cast(const Tensor& x, DType dtype) { return apply(Op::Cast, {x}, {{"dtype", dtype}}); }
 Tensor clamp(const Tensor& x, double min, double max) {
   return apply(Op::Clamp, {x}, {{"min", min}, {"max", max}});
+}
+Tensor bit_shift(const Tensor& a, const Tensor& b, bool left) {
+  return apply(Op::BitShift, {a, b}, {{"left", int64_t(left ? 1 : 0)}});
 }
 
 // ---- elementwise binary ----
@@ -129,6 +142,9 @@ KILN_BINARY(logical_and, And)
 KILN_BINARY(logical_or, Or)
 KILN_BINARY(logical_xor, Xor)
 KILN_BINARY(matmul, MatMul)
+KILN_BINARY(bit_and, BitAnd)
+KILN_BINARY(bit_or, BitOr)
+KILN_BINARY(bit_xor, BitXor)
 #undef KILN_BINARY
 
 Tensor pow(const Tensor& a, double exponent) { return pow(a, scalar_like(a, exponent)); }

@@ -13,7 +13,7 @@ namespace {
 #define KILN_CUBLASLT_FUNCTIONS(X)                                                        \
   X(cublasLtCreate) X(cublasLtDestroy) X(cublasLtGetVersion) X(cublasLtGetStatusName)    \
   X(cublasLtMatmulDescCreate) X(cublasLtMatmulDescDestroy) X(cublasLtMatmulDescSetAttribute) \
-  X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy)                            \
+  X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy) X(cublasLtMatrixLayoutSetAttribute)                         \
   X(cublasLtMatmulPreferenceCreate) X(cublasLtMatmulPreferenceDestroy)                    \
   X(cublasLtMatmulPreferenceSetAttribute) X(cublasLtMatmulAlgoGetHeuristic) X(cublasLtMatmul)
 
@@ -123,7 +123,11 @@ struct LtMatmul::Descriptors {
 };
 
 LtMatmul::LtMatmul(int64_t m, int64_t n, int64_t k, DType dtype, MatmulEpilogue epilogue)
-    : m_(m), n_(n), k_(k), epilogue_(epilogue) {
+    : LtMatmul(m, n, k, dtype, epilogue, Batch{}) {}
+
+LtMatmul::LtMatmul(int64_t m, int64_t n, int64_t k, DType dtype, MatmulEpilogue epilogue, Batch batch)
+    : m_(m), n_(n), k_(k), epilogue_(epilogue), batch_(batch) {
+  KILN_CHECK(batch.count >= 1, "cuBLASLt matmul needs a positive batch count, got ", batch.count);
   KILN_CHECK(m > 0 && n > 0 && k > 0, "cuBLASLt matmul needs positive sizes, got m=", m,
              " n=", n, " k=", k);
   const CublasLtApi& api = lt();
@@ -140,6 +144,17 @@ LtMatmul::LtMatmul(int64_t m, int64_t n, int64_t k, DType dtype, MatmulEpilogue 
   KILN_LT(api.cublasLtMatrixLayoutCreate(&d.a, type, uint64_t(n), uint64_t(k), n));
   KILN_LT(api.cublasLtMatrixLayoutCreate(&d.b, type, uint64_t(k), uint64_t(m), k));
   KILN_LT(api.cublasLtMatrixLayoutCreate(&d.d, type, uint64_t(n), uint64_t(m), n));
+  if (batch.count > 1) {
+    const int32_t count = int32_t(batch.count);
+    // The column-major view swaps the operands: layout a holds our b, layout b our a.
+    const std::pair<cublasLtMatrixLayout_t, int64_t> strides[] = {
+        {d.a, batch.stride_b}, {d.b, batch.stride_a}, {d.d, batch.stride_out}};
+    for (const auto& [layout, stride] : strides) {
+      KILN_LT(api.cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count));
+      KILN_LT(api.cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+                                                   sizeof stride));
+    }
+  }
   KILN_LT(api.cublasLtMatmulPreferenceCreate(&d.preference));
   const std::size_t workspace = kWorkspaceBytes;
   KILN_LT(api.cublasLtMatmulPreferenceSetAttribute(

@@ -31,6 +31,13 @@ class LtMatmul {
   static constexpr std::size_t kWorkspaceBytes = std::size_t(32) << 20;
 
   LtMatmul(int64_t m, int64_t n, int64_t k, DType dtype, MatmulEpilogue epilogue);
+  // `batch` products out[i] = a[i] @ b[i]; each operand's i-th matrix starts `stride_*` elements
+  // after the previous one (0: the same matrix for every i, i.e. a broadcast operand).
+  struct Batch {
+    int64_t count = 1;
+    int64_t stride_a = 0, stride_b = 0, stride_out = 0;
+  };
+  LtMatmul(int64_t m, int64_t n, int64_t k, DType dtype, MatmulEpilogue epilogue, Batch batch);
   ~LtMatmul();
   LtMatmul(const LtMatmul&) = delete;
   LtMatmul& operator=(const LtMatmul&) = delete;
@@ -38,12 +45,13 @@ class LtMatmul {
   // `workspace` holds kWorkspaceBytes; `bias` is ignored (may be 0) without a bias epilogue.
   void run(DevicePtr a, DevicePtr b, DevicePtr bias, DevicePtr out, DevicePtr workspace,
            const Stream& stream);
-  double flops() const { return 2.0 * double(m_) * double(n_) * double(k_); }
+  double flops() const { return 2.0 * double(batch_.count) * double(m_) * double(n_) * double(k_); }
 
  private:
   struct Descriptors;
   int64_t m_, n_, k_;
   MatmulEpilogue epilogue_;
+  Batch batch_;
   Descriptors* descriptors_ = nullptr;
 };
 

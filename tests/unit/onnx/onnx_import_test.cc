@@ -250,7 +250,7 @@ TEST(OnnxImport, ConvTransposeWithShortStridesIsAnErrorNotACrash) {  // found by
 TEST(TensorIo, NpyAndPbRoundTripEveryDtype) {
   auto dir = std::filesystem::temp_directory_path() / "kiln_tensor_io_test";
   std::filesystem::create_directories(dir);
-  for (DType dt : {DType::F32, DType::F64, DType::F16, DType::I8, DType::I16, DType::I32, DType::I64, DType::U8, DType::Bool}) {
+  for (DType dt : {DType::F32, DType::F64, DType::F16, DType::I8, DType::I16, DType::I32, DType::I64, DType::U8, DType::U16, DType::U32, DType::Bool}) {
     HostTensor t = HostTensor::random(dt, {3, 1, 5}, 7, dt == DType::Bool ? 0 : -5, dt == DType::Bool ? 1 : 5);
     std::string npy = (dir / "t.npy").string(), pb = (dir / "t.pb").string();
     write_tensor_file(npy, t);

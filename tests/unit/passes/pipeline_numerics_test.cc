@@ -8,6 +8,7 @@
 #include "common/op_samples.h"
 #include "kiln/interp.h"
 #include "kiln/passes.h"
+#include "passes/pass.h"
 
 using namespace kiln;
 using namespace kiln::testing;
@@ -83,6 +84,77 @@ TEST(PipelineNumerics, EveryOpSampleKeepsItsResults) {
   }
   EXPECT_GT(checked, 100);
   EXPECT_GT(exact, 50);
+}
+
+// A deliberately wrong rewrite, to prove the harness above catches one: "x + y -> x - y".
+class SwapAddForSubPass : public passes::Pass {
+ public:
+  std::string_view name() const override { return "broken-add-to-sub"; }
+  bool run(Graph& g) override {
+    bool changed = false;
+    for (Node* n : g.node_list()) {
+      if (n->op != Op::Add) continue;
+      g.set_insertion_point(n);
+      Value* sub = g.add(Op::Sub, n->inputs);
+      g.replace_all_uses(n->output(), sub);
+      g.erase_node(n);
+      changed = true;
+    }
+    g.set_insertion_point(nullptr);
+    return changed;
+  }
+};
+
+// A subtly wrong one: "x + 0 -> x" is not exact in IEEE arithmetic (-0 + 0 is +0).
+class DropAddZeroPass : public passes::Pass {
+ public:
+  std::string_view name() const override { return "broken-add-zero"; }
+  bool run(Graph& g) override {
+    bool changed = false;
+    for (Node* n : g.node_list()) {
+      if (n->op != Op::Add || n->inputs[1]->producer == nullptr ||
+          n->inputs[1]->producer->op != Op::Constant)
+        continue;
+      g.replace_all_uses(n->output(), n->inputs[0]);
+      g.erase_node(n);
+      changed = true;
+    }
+    return changed;
+  }
+};
+
+TEST(PipelineNumerics, TheHarnessCatchesABrokenRewrite) {
+  int caught = 0;
+  for (const OpSample& s : op_samples_for(Op::Add)) {
+    SCOPED_TRACE(s.label);
+    std::unique_ptr<Graph> original = build_sample_graph(s);
+    std::unique_ptr<Graph> broken = original->clone();
+    SwapAddForSubPass pass;
+    ASSERT_TRUE(pass.run(*broken));
+    verify(*broken);  // still a valid graph: only the numerics can tell
+    std::vector<HostTensor> inputs = sample_inputs(s, 7);
+    std::string diff = compare(interp::run(*original, inputs), interp::run(*broken, inputs), true);
+    caught += diff.empty() ? 0 : 1;
+  }
+  EXPECT_GT(caught, 0);
+  EXPECT_EQ(caught, int(op_samples_for(Op::Add).size()));
+}
+
+TEST(PipelineNumerics, TheHarnessCatchesANegativeZeroRewrite) {
+  Graph g("add_zero");
+  Value* x = g.add_input("x", TensorType{DType::F32, {3}, Device::CPU});
+  g.set_outputs({g.add(Op::Add, {x, g.scalar(DType::F32, 0.0)})});
+  std::unique_ptr<Graph> broken = g.clone();
+  DropAddZeroPass pass;
+  ASSERT_TRUE(pass.run(*broken));
+  HostTensor in = HostTensor::zeros(DType::F32, {3});
+  in.set_f64(0, -0.0), in.set_f64(1, 1.5), in.set_f64(2, -2.25);
+  // Values agree (-0 == +0), so only the bit-exact comparison sees the wrong sign.
+  EXPECT_FALSE(compare(interp::run(g, {in}), interp::run(*broken, {in}), true).empty());
+  // And the real pipeline does not make this rewrite without fast-math.
+  std::unique_ptr<Graph> optimized = g.clone();
+  optimize(*optimized, test_options());
+  EXPECT_TRUE(compare(interp::run(g, {in}), interp::run(*optimized, {in}), true).empty());
 }
 
 // Replaces every graph input by a constant holding the sample's input, so each node folds.

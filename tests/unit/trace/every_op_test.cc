@@ -67,6 +67,13 @@ std::vector<Tensor> call_every_named_function(const Tensor& x) {  // x: f32[2, 3
                    floor(x * 3.0), ceil(x * 3.0), round(x * 3.0), sign(x), isnan(x),
                    cast(x * 4.0, DType::I32), clamp(x, -0.5, 0.25)})
     r.push_back(t);
+  Tensor unit = tanh(x) * 0.9;
+  for (Tensor t : {asin(unit), acos(unit), atan(x), sinh(x), cosh(x), asinh(x), acosh(pos + 1.0), atanh(unit)})
+    r.push_back(t);
+  Tensor ix = cast(x * 10.0, DType::I32), iy = cast(abs(x) * 3.0, DType::I32);
+  for (Tensor t : {bit_not(ix), bit_and(ix, iy), bit_or(ix, iy), bit_xor(ix, iy), bit_shift(ix, iy, true),
+                   bit_shift(ix, iy, false), det(reshape(x, {30, 2, 2}))})
+    r.push_back(t);
   r.push_back(logical_not(x > 0.0));
   // binary
   Tensor y = x * 0.5 + 0.25;

@@ -1,0 +1,33 @@
+// Compiling a graph for an NVIDIA GPU: the same scheduler and Loop IR as kiln::compile, printed as
+// CUDA C++, compiled by NVRTC for the device's own architecture, with matmuls as cuBLASLt calls
+// and every launch of a run captured once into a CUDA graph and replayed. Why: on a GPU the
+// memory round trips and the host's launch overhead that fusion and graphs remove are largest.
+// Everything is loaded with dlopen at run time, so this header is usable in every build.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "kiln/compile.h"
+
+namespace kiln {
+
+struct CudaCompileOptions {
+  CompileOptions base;     // fuse, decompose, cache_dir, use_cache
+  int device = 0;          // CUDA device ordinal
+  bool use_graphs = true;  // capture a run's launches into a CUDA graph and replay it
+  int block_threads = 256; // threads per block of pointwise kernels
+  // Folds act(x @ w + bias) (act: relu, or gelu's tanh form) into the cuBLASLt call's epilogue.
+  bool fuse_epilogues = true;
+};
+
+// Empty when this build has the CUDA backend and a CUDA device is usable here; otherwise why not
+// ("built without the CUDA backend", "no CUDA driver (libcuda.so.1) found", "no CUDA device").
+std::string cuda_unavailable_reason();
+
+// Compiles `g` for the GPU. The returned Executable's run() copies inputs to the device, replays
+// the captured launches and copies outputs back; Executable::stats() reports the NVRTC compile.
+// Throws kiln::Error naming the node for ops the GPU backend has no kernel for.
+std::shared_ptr<Executable> compile_cuda(const Graph& g, const CudaCompileOptions& options = {});
+
+}  // namespace kiln

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine, from the repository root, over the bundle scripts/gpu-run made (.gpu/):
+# the GPU unit tests, compute-sanitizer memcheck over them, kiln-gpu-probe, kiln-gpu-bench, the
+# CLI on the GPU (`kiln run --device cuda`, `kiln gap --device cuda`), and — when .peers/gpu_peers.py
+# was carried along and PyTorch is present — the PyTorch peers, all in one go. Results go to
+# $OUT (or ./gpu-results). Why: device time is scarce; one call measures Kiln and its peers together.
+#   usage: bash scripts/gpu-device.sh [--no-peers] [--no-memcheck]
+set -u
+cd "$(dirname "$0")/.."
+out=${OUT:-gpu-results}
+mkdir -p "$out"
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export KILN_CACHE_DIR=${KILN_CACHE_DIR:-/tmp/kiln-gpu-cache}
+peers=1 memcheck=1
+for a in "$@"; do
+  case "$a" in
+    --no-peers) peers=0 ;;
+    --no-memcheck) memcheck=0 ;;
+    *) echo "usage: $0 [--no-peers] [--no-memcheck]" >&2; exit 2 ;;
+  esac
+done
+rc=0
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv | tee "$out/nvidia-smi.txt"
+.gpu/test_cuda --gtest_brief=1 2>&1 | tail -40 | tee "$out/test_cuda.log"; [ "${PIPESTATUS[0]}" = 0 ] || rc=1
+if [ $memcheck = 1 ]; then
+  sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  "$sanitizer" --tool memcheck --leak-check full --error-exitcode 3 \
+    .gpu/test_cuda --gtest_brief=1 --gtest_filter='CudaCompiled.Row*:CudaCompiled.Bias*:CudaCompiled.Batched*:CudaGpu.*' \
+    > "$out/memcheck.log" 2>&1; echo "memcheck exit $?" | tee -a "$out/memcheck.log"; tail -3 "$out/memcheck.log"
+fi
+.gpu/kiln-gpu-probe --json "$out/gpu-probe.json" 2>&1 | tail -30 | tee "$out/gpu-probe.log"; [ "${PIPESTATUS[0]}" = 0 ] || rc=1
+.gpu/kiln-gpu-bench --json "$out/kiln-gpu-bench.json" 2>&1 | tee "$out/kiln-gpu-bench.log"; [ "${PIPESTATUS[0]}" = 0 ] || rc=1
+.gpu/kiln run --device cuda --check 2>&1 | tail -30 | tee "$out/kiln-run-cuda.log"; [ "${PIPESTATUS[0]}" = 0 ] || rc=1
+.gpu/kiln gap --device cuda --svg "$out/gap-cuda.svg" 2>&1 | tail -20 | tee "$out/kiln-gap-cuda.log"
+if [ $peers = 1 ] && [ -f .peers/gpu_peers.py ] && python3 -c "import torch" 2>/dev/null; then
+  (cd "$out" && OUT="$PWD" timeout 420 python3 "$OLDPWD/.peers/gpu_peers.py" > peers.log 2>&1); tail -25 "$out/peers.log"
+fi
+exit $rc

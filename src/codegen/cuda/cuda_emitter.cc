@@ -1,0 +1,218 @@
+// Loop IR -> CUDA C++ (see cuda_emitter.h). The loop nest is split where it stops being a perfect
+// nest: the loops above that point go to the grid, the statements below run per point (pointwise)
+// or per row with the row's loops strided over the block's threads (row reductions).
+#include "codegen/cuda/cuda_emitter.h"
+
+#include <set>
+#include <sstream>
+
+#include "codegen/common/c_emitter.h"
+#include "kiln/error.h"
+
+namespace kiln::codegen::cuda {
+
+using lower::Fold;
+using lower::LoopKernel;
+using lower::Stmt;
+
+namespace {
+
+std::string ct(DType t) { return std::string(lower::compute_type_name(t)); }
+
+// The shared expressions spell math as std::...; NVRTC has no std, the prelude's kstd stands in.
+std::string device_text(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text.compare(i, 5, "std::") == 0 && (i == 0 || !(std::isalnum(static_cast<unsigned char>(text[i - 1])) || text[i - 1] == '_'))) {
+      out += "kstd::";
+      i += 4;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
+bool contains_loop(const std::vector<Stmt>& body) {
+  for (const Stmt& st : body)
+    if (st.kind == Stmt::kFor) return true;
+  return false;
+}
+
+// Accumulators updated somewhere inside `body` but not initialised inside it, in first-use order.
+void outer_accumulators(const std::vector<Stmt>& body, std::set<std::string> declared, std::vector<const Stmt*>& out) {
+  for (const Stmt& st : body) {
+    if (st.kind == Stmt::kAccInit) declared.insert(st.name);
+    if (st.kind == Stmt::kAccUpdate && !declared.count(st.name)) {
+      bool seen = false;
+      for (const Stmt* o : out) seen |= o->name == st.name;
+      if (!seen) out.push_back(&st);
+    }
+    if (st.kind == Stmt::kFor) outer_accumulators(st.body, declared, out);
+  }
+}
+
+struct Printer {
+  const LoopKernel& k;
+  std::ostringstream os;
+  int reductions = 0;
+  int loops_ = 0;
+  // Loop variables' type: 32-bit when every buffer is static and small enough that no index or
+  // grid-stride step can pass 2^31 (64-bit integer multiply and divide cost several instructions
+  // on the GPU; the decode of a flattened index divides).
+  std::string idx = "int64_t";
+
+  void line(int depth, const std::string& text) { os << std::string(size_t(depth) * 2, ' ') << text << "\n"; }
+
+  // Sequential statements, as on the CPU (inside one thread).
+  void emit_sequential(const std::vector<Stmt>& body, int depth) {
+    for (const Stmt& st : body) {
+      switch (st.kind) {
+        case Stmt::kFor:
+          line(depth, str("for (", idx, " ", st.var, " = 0; ", st.var, " < ", c_index_expression(st.extent), "; ++",
+                          st.var, ") {"));
+          emit_sequential(st.body, depth + 1);
+          line(depth, "}");
+          break;
+        default: emit_leaf(st, depth, false); break;
+      }
+    }
+  }
+
+  void emit_leaf(const Stmt& st, int depth, bool single_writer) {
+    switch (st.kind) {
+      case Stmt::kLet:
+        line(depth, str("const ", ct(st.dtype), " ", st.name, " = ", c_scalar_expression(*st.value), ";"));
+        break;
+      case Stmt::kStore: {
+        std::string text = str("p", st.param, "[", c_index_expression(st.index), "] = ",
+                               c_store_expression(k.params[size_t(st.param)].dtype, c_scalar_expression(*st.value)), ";");
+        line(depth, single_writer ? "if (threadIdx.x == 0) " + text : text);
+        break;
+      }
+      case Stmt::kAccInit:
+        line(depth, str(ct(st.dtype), " ", st.name, " = ", c_accumulator_identity(st.dtype, st.fold), ";"));
+        break;
+      case Stmt::kAccUpdate: line(depth, c_accumulator_update(st)); break;
+      case Stmt::kFor: KILN_ASSERT(false && "loops are not leaves");
+    }
+  }
+
+  // A row's statements: its loops are strided over the block's threads; accumulators they update
+  // are combined across the block after each loop, so every thread continues with the row's value.
+  void emit_row(const std::vector<Stmt>& body, int depth) {
+    for (const Stmt& st : body) {
+      if (st.kind != Stmt::kFor) {
+        emit_leaf(st, depth, /*single_writer=*/true);
+        continue;
+      }
+      std::vector<const Stmt*> accs;
+      outer_accumulators(st.body, {}, accs);
+      const std::string before = str("_before", loops_++);
+      for (const Stmt* a : accs) {
+        line(depth, str(ct(a->dtype), " ", a->name, before, " = ", a->name, ";"));
+        line(depth, str(a->name, " = ", c_accumulator_identity(a->dtype, a->fold), ";"));
+      }
+      line(depth, str("for (", idx, " ", st.var, " = threadIdx.x; ", st.var, " < ", c_index_expression(st.extent), "; ",
+                      st.var, " += blockDim.x) {"));
+      emit_sequential(st.body, depth + 1);
+      line(depth, "}");
+      for (const Stmt* a : accs) {
+        std::string T = ct(a->dtype);
+        line(depth, str(a->name, " = kiln_block_reduce<", T, ">(", a->name, ", [](", T, " a, ", T, " b) { return ",
+                        c_fold_combine(a->dtype, a->fold, "a", "b"), "; });"));
+        line(depth, str(a->name, " = ", c_fold_combine(a->dtype, a->fold, a->name + before, a->name), ";"));
+        ++reductions;
+      }
+    }
+  }
+
+  // Declares the loop variables of `nest` from the linear index `linear` (innermost fastest).
+  void decode(const std::vector<const Stmt*>& nest, const std::string& linear, int depth) {
+    if (nest.empty()) return;
+    line(depth, str(idx, " kiln_rest = ", linear, ";"));
+    for (size_t i = nest.size(); i-- > 0;) {
+      std::string e = c_index_expression(nest[i]->extent);
+      if (i == 0) {
+        line(depth, str("const ", idx, " ", nest[i]->var, " = kiln_rest;"));
+      } else {
+        line(depth, str("const ", idx, " ", nest[i]->var, " = kiln_rest % (", e, ");"));
+        line(depth, str("kiln_rest /= (", e, ");"));
+      }
+    }
+  }
+
+  CudaKernelSource run() {
+    CudaKernelSource out;
+    out.name = k.name;
+    KILN_CHECK(int(k.params.size()) <= kMaxKernelBuffers, "CUDA kernel ", k.name, " has ", k.params.size(),
+               " buffers; the argument struct holds ", kMaxKernelBuffers);
+    KILN_CHECK(int(k.symbols.size()) <= kMaxKernelSymbols, "CUDA kernel ", k.name, " has ", k.symbols.size(),
+               " symbolic extents; the argument struct holds ", kMaxKernelSymbols);
+    bool small = k.symbols.empty();
+    for (const auto& p : k.params) small &= p.numel.is_constant() && p.numel.constant() < (int64_t(1) << 30);
+    if (small) idx = "int";
+    // The perfect nest from the top: these loops go to the grid.
+    std::vector<const Stmt*> nest;
+    const std::vector<Stmt>* inner = &k.body;
+    while (inner->size() == 1 && (*inner)[0].kind == Stmt::kFor) {
+      nest.push_back(&(*inner)[0]);
+      inner = &(*inner)[0].body;
+    }
+    out.mapping = contains_loop(*inner) ? GridMapping::kRowBlock : GridMapping::kPointwise;
+    for (const Stmt* l : nest) out.outer_extents.push_back(l->extent);
+    if (out.mapping == GridMapping::kRowBlock)
+      for (const Stmt& st : *inner)
+        if (st.kind == Stmt::kFor) out.row_extents.push_back(st.extent);
+
+    os << "// " << k.name << ": " << k.source_ops.size() << " ops fused:";
+    for (const auto& op : k.source_ops) os << " " << op;
+    os << (out.mapping == GridMapping::kPointwise ? " (one thread per point)" : " (one block per row)") << "\n";
+    os << "extern \"C\" __global__ void __launch_bounds__(1024) " << k.name << "(const KilnArgs kiln_args) {\n";
+    for (size_t i = 0; i < k.symbols.size(); ++i)
+      line(1, str("const int64_t s", i, " = kiln_args.syms[", i, "]; (void)s", i, ";  // ", k.symbols[i]));
+    for (size_t i = 0; i < k.params.size(); ++i) {
+      const auto& p = k.params[i];
+      std::string t = c_storage_type(p.dtype);
+      line(1, str(p.is_output ? "" : "const ", t, "* __restrict__ p", i, " = static_cast<", p.is_output ? "" : "const ",
+                  t, "*>(kiln_args.bufs[", i, "]);  // ", p.label));
+    }
+    line(1, "int* kiln_status = kiln_args.status; (void)kiln_status;");
+    std::string points = idx + "(1)";
+    for (const Stmt* l : nest) points += str(" * (", c_index_expression(l->extent), ")");
+    line(1, str("const ", idx, " kiln_points = ", points, ";"));
+    if (out.mapping == GridMapping::kPointwise) {
+      line(1, str("for (", idx, " kiln_i = ", idx, "(blockIdx.x) * blockDim.x + threadIdx.x; kiln_i < kiln_points;"));
+      line(1, str("     kiln_i += ", idx, "(gridDim.x) * blockDim.x) {"));
+      decode(nest, "kiln_i", 2);
+      emit_sequential(*inner, 2);
+      line(1, "}");
+    } else {
+      // The row loop's bound is the same for every thread of a block, so the block-wide
+      // reductions inside are reached by all of them.
+      line(1, str("for (", idx, " kiln_row = blockIdx.x; kiln_row < kiln_points; kiln_row += gridDim.x) {"));
+      decode(nest, "kiln_row", 2);
+      emit_row(*inner, 2);
+      line(1, "}");
+    }
+    os << "}\n";
+    out.source = device_text(os.str());
+    return out;
+  }
+};
+
+}  // namespace
+
+CudaKernelSource emit_cuda_kernel(const LoopKernel& k) {
+  Printer p{k, {}, 0, 0};
+  return p.run();
+}
+
+std::string cuda_translation_unit(const std::vector<CudaKernelSource>& kernels) {
+  std::string text = cuda_prelude();
+  for (const auto& k : kernels) text += "\n" + k.source;
+  return text;
+}
+
+}  // namespace kiln::codegen::cuda

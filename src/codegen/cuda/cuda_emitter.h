@@ -1,0 +1,47 @@
+// The CUDA target of the C-like emitter: prints a Loop IR kernel as a CUDA C++ __global__ function
+// for NVRTC. Why: the scheduler and Loop IR are shared with the CPU; only the mapping of loops to
+// the grid differs — pointwise nests become one grid-stride loop over threads, reductions become
+// one block per kept point with threads striding the reduced loops and a warp-shuffle +
+// shared-memory combine of each accumulator. Every scalar expression is the CPU emitter's.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "lower/loop_ir.h"
+
+namespace kiln::codegen::cuda {
+
+// Kernel arguments travel by value in one struct (no device-side argument arrays to upload, and
+// CUDA graph capture records them as they are).
+constexpr int kMaxKernelBuffers = 48;
+constexpr int kMaxKernelSymbols = 16;
+
+// How a generated kernel maps onto the grid, for the launcher.
+enum class GridMapping {
+  kPointwise,  // one thread per point of the flattened loop nest (grid-stride)
+  kRowBlock,   // one block per kept point ("row"); threads share each row's inner loops
+};
+
+struct CudaKernelSource {
+  std::string name;
+  std::string source;               // the __global__ function (needs cuda_prelude() before it)
+  GridMapping mapping = GridMapping::kPointwise;
+  std::vector<lower::Index> outer_extents;  // loops mapped to the grid; their product = points/rows
+  std::vector<lower::Index> row_extents;    // kRowBlock: extents of the loops threads share
+};
+
+// Device helpers every CUDA translation unit starts with: fixed-width integer types, the same
+// helper names as the CPU prelude (f16/bf16 conversions, NaN-propagating folds, integer division
+// semantics), a `kstd` namespace standing in for the std:: math the shared expressions call, the
+// argument struct, and the block-wide reduction.
+std::string cuda_prelude();
+
+// Throws kiln::Error naming the kernel when it has more buffers or symbols than the argument
+// struct holds.
+CudaKernelSource emit_cuda_kernel(const lower::LoopKernel& k);
+
+// The prelude followed by every kernel: one NVRTC program.
+std::string cuda_translation_unit(const std::vector<CudaKernelSource>& kernels);
+
+}  // namespace kiln::codegen::cuda

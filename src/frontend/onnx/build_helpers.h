@@ -1,0 +1,54 @@
+// Small graph-building helpers shared by the decomposing op handlers (signal, index, vision, rnn).
+// Why: those handlers build many slices, constants and index grids; one spelling keeps them short.
+#pragma once
+
+#include <vector>
+
+#include "frontend/onnx/importer.h"
+
+namespace kiln::onnx_import {
+
+// A constant tensor of `dt` with the given shape and values (converted from double).
+inline Value* const_of(NodeCtx& c, DType dt, std::vector<int64_t> shape, const std::vector<double>& vals) {
+  return c.constant(HostTensor::from_doubles(dt, std::move(shape), vals));
+}
+inline Value* scalar_of(NodeCtx& c, DType dt, double v) { return c.constant(HostTensor::scalar(dt, v)); }
+
+// x[start:end] along one axis (step 1).
+inline Value* slice_axis(NodeCtx& c, Value* x, int axis, int64_t start, int64_t end) {
+  return c.emit(Op::Slice, {x}, {{"starts", std::vector<int64_t>{start}}, {"ends", std::vector<int64_t>{end}},
+                                 {"axes", std::vector<int64_t>{axis}}});
+}
+
+// The constant size of dim `i` of x, or an unsupported error naming `what`.
+inline int64_t static_dim(NodeCtx& c, const Value* x, int i, const char* what) {
+  auto d = x->type.shape.at(size_t(i)).maybe_constant();
+  if (!d) c.unsupported(str(what, ": dim ", i, " is symbolic; this decomposition needs static sizes"));
+  return *d;
+}
+
+// The constant shape of x, or an unsupported error naming `what`.
+inline std::vector<int64_t> static_shape_of(NodeCtx& c, const Value* x, const char* what) {
+  std::vector<int64_t> s;
+  for (int i = 0; i < x->type.rank(); ++i) s.push_back(static_dim(c, x, i, what));
+  return s;
+}
+
+inline Shape dims(const std::vector<int64_t>& s) { return Shape(s.begin(), s.end()); }
+
+inline int64_t numel_of_dims(const std::vector<int64_t>& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+// Pad mode "wrap" (ops_index.cc): pads = [begin_0.., end_0..], negative entries crop.
+Value* pad_wrap(NodeCtx& c, Value* x, const std::vector<int64_t>& pads);
+
+// BatchNormalization with training_mode=1 (ops_vision.cc): batch statistics and running updates.
+void batch_norm_training(NodeCtx& c);
+
+// 3-D MaxPool / AveragePool (ops_vision.cc) as a 2-D pool over (H, W) then one over D.
+void pool3d(NodeCtx& c, bool is_max);
+
+}  // namespace kiln::onnx_import

@@ -1,0 +1,354 @@
+// ONNX vision ops decomposed into Kiln primitives: GridSample (gathers of the interpolation taps),
+// AffineGrid (a matmul with a constant coordinate grid), Col2Im (a grouped transposed convolution
+// with one-hot kernels), LpPool (a depthwise convolution of |x|^p) and Upsample (Resize). Why: each
+// is exact in existing ops, so no new op rows, kernels or backend work are needed.
+#include <cmath>
+
+#include "frontend/onnx/build_helpers.h"
+
+namespace kiln::onnx_import {
+
+namespace {
+
+// ---- GridSample ----
+
+struct Tap {
+  Value* idx;     // i64 [N, P], in bounds
+  Value* weight;  // f64 [N, P] (nullptr: 1)
+};
+
+// Float reflection of v into [lo, hi] the way the ONNX reference does (bounce off the near edge).
+Value* reflect(NodeCtx& c, Value* v, double lo, double hi) {
+  auto k = [&](double x) { return scalar_of(c, DType::F64, x); };
+  double rng = hi - lo;
+  if (rng <= 0) return c.emit(Op::Full, {}, {{"shape", v->type.shape}, {"value", lo}, {"dtype", DType::F64}});
+  auto fold = [&](Value* dx, bool below) {  // dx >= 0: distance past the edge
+    Value* n = c.emit(Op::Floor, {c.emit(Op::Div, {dx, k(rng)})});
+    Value* r = c.emit(Op::Sub, {dx, c.emit(Op::Mul, {n, k(rng)})});
+    Value* odd = c.emit(Op::Ne, {c.emit(Op::Mod, {n, k(2)}), k(0)});
+    Value* from_lo = c.emit(Op::Add, {k(lo), r}), *from_hi = c.emit(Op::Sub, {k(hi), r});
+    return below ? c.emit(Op::Where, {odd, from_hi, from_lo}) : c.emit(Op::Where, {odd, from_lo, from_hi});
+  };
+  Value* lo_side = fold(c.emit(Op::Sub, {k(lo), v}), true);
+  Value* hi_side = fold(c.emit(Op::Sub, {v, k(hi)}), false);
+  Value* out = c.emit(Op::Where, {c.emit(Op::Lt, {v, k(lo)}), lo_side, v});
+  return c.emit(Op::Where, {c.emit(Op::Gt, {v, k(hi)}), hi_side, out});
+}
+
+void grid_sample(NodeCtx& c) {
+  Value* X = c.input(0);
+  Value* grid = c.input(1);
+  auto xs = static_shape_of(c, X, "X");
+  auto gs = static_shape_of(c, grid, "grid");
+  int S = int(xs.size()) - 2;
+  if (S < 1) c.fail("X must be [N, C, spatial...]");
+  if (int(gs.size()) != S + 2 || gs[0] != xs[0] || gs.back() != S)
+    c.fail(str("grid must be [N, out spatial (", S, " dims)..., ", S, "]"));
+  std::string mode = c.attr_string("mode", c.opset() >= 20 ? "linear" : "bilinear");
+  if (mode == "bilinear") mode = "linear";
+  if (mode == "bicubic") mode = "cubic";
+  if (mode != "linear" && mode != "nearest" && mode != "cubic") c.fail("mode must be linear, nearest or cubic, got '" + mode + "'");
+  std::string pad = c.attr_string("padding_mode", "zeros");
+  if (pad != "zeros" && pad != "border" && pad != "reflection") c.fail("padding_mode must be zeros, border or reflection, got '" + pad + "'");
+  bool align = c.attr_int("align_corners", 0) != 0;
+  int64_t N = xs[0], C = xs[1], P = 1;
+  for (int i = 1; i <= S; ++i) P *= gs[size_t(i)];
+  auto k = [&](double x) { return scalar_of(c, DType::F64, x); };
+  Value* g = c.reshape(c.cast(grid, DType::F64), {N, P, S});
+
+  // Per spatial dim: its taps (index and weight).
+  std::vector<std::vector<Tap>> taps(static_cast<size_t>(S));
+  std::vector<int64_t> stride(size_t(S), 1);
+  for (int d = S - 1; d > 0; --d) stride[size_t(d - 1)] = stride[size_t(d)] * xs[size_t(2 + d)];
+  for (int d = 0; d < S; ++d) {
+    double L = double(xs[size_t(2 + d)]);
+    double lo = align ? 0.0 : -0.5, hi = align ? L - 1 : L - 0.5;
+    Value* v = c.reshape(slice_axis(c, g, 2, S - 1 - d, S - d), {N, P});  // grid holds (x, y[, z])
+    v = align ? c.emit(Op::Mul, {c.emit(Op::Add, {v, k(1)}), k((L - 1) / 2)})
+              : c.emit(Op::Div, {c.emit(Op::Sub, {c.emit(Op::Mul, {c.emit(Op::Add, {v, k(1)}), k(L)}), k(1)}), k(2)});
+    v = c.cast(c.cast(v, grid->type.dtype), DType::F64);  // the reference rounds the coordinate to the grid's type
+    if (mode == "nearest") v = c.emit(Op::Round, {v});
+    if (pad == "border") v = c.emit(Op::Clamp, {v}, {{"min", 0.0}, {"max", L - 1}});
+    if (pad == "reflection") v = reflect(c, v, lo, hi);
+    // Map an integral tap position to an in-bounds index (and a 0/1 weight for zeros padding).
+    auto place = [&](Value* pos, Value* w) {
+      Value* idx;
+      if (pad == "reflection") {
+        idx = c.cast(reflect(c, pos, lo, hi), DType::I64);
+      } else {
+        if (pad == "zeros") {
+          Value* in = c.emit(Op::And, {c.emit(Op::Ge, {pos, k(0)}), c.emit(Op::Le, {pos, k(L - 1)})});
+          Value* z = c.cast(in, DType::F64);
+          w = w ? c.emit(Op::Mul, {w, z}) : z;
+        }
+        idx = c.cast(c.emit(Op::Clamp, {pos}, {{"min", 0.0}, {"max", L - 1}}), DType::I64);
+      }
+      taps[size_t(d)].push_back(Tap{idx, w});
+    };
+    if (mode == "nearest") {
+      place(c.emit(Op::Floor, {v}), nullptr);  // already integral: floor only drops the float noise
+      continue;
+    }
+    Value* base = c.emit(Op::Floor, {v});
+    Value* t = c.emit(Op::Sub, {v, base});
+    auto at = [&](double o) { return c.emit(Op::Add, {base, k(o)}); };
+    if (mode == "linear") {
+      place(at(0), c.emit(Op::Sub, {k(1), t}));
+      place(at(1), t);
+    } else {
+      const double A = -0.75;  // Keys' cubic, as in the ONNX reference
+      auto far = [&](Value* x) {  // |x| in [1, 2]
+        return c.emit(Op::Sub, {c.emit(Op::Mul, {c.emit(Op::Add, {c.emit(Op::Mul, {c.emit(Op::Sub, {c.emit(Op::Mul, {x, k(A)}), k(5 * A)}), x}), k(8 * A)}), x}), k(4 * A)});
+      };
+      auto near = [&](Value* x) {  // |x| in [0, 1]
+        return c.emit(Op::Add, {c.emit(Op::Mul, {c.emit(Op::Mul, {c.emit(Op::Sub, {c.emit(Op::Mul, {x, k(A + 2)}), k(A + 3)}), x}), x}), k(1)});
+      };
+      place(at(-1), far(c.emit(Op::Add, {t, k(1)})));
+      place(at(0), near(t));
+      place(at(1), near(c.emit(Op::Sub, {k(1), t})));
+      place(at(2), far(c.emit(Op::Sub, {k(2), t})));
+    }
+  }
+  int64_t Ltot = numel_of_dims(std::vector<int64_t>(xs.begin() + 2, xs.end()));
+  Value* xf = c.cast(c.reshape(X, {N, C, Ltot}), DType::F64);
+  Value* acc = nullptr;
+  std::vector<size_t> pick(size_t(S), 0);
+  while (true) {
+    Value *lin = nullptr, *w = nullptr;
+    for (int d = 0; d < S; ++d) {
+      const Tap& tp = taps[size_t(d)][pick[size_t(d)]];
+      Value* term = stride[size_t(d)] == 1 ? tp.idx : c.emit(Op::Mul, {tp.idx, scalar_of(c, DType::I64, double(stride[size_t(d)]))});
+      lin = lin ? c.emit(Op::Add, {lin, term}) : term;
+      if (tp.weight) w = w ? c.emit(Op::Mul, {w, tp.weight}) : tp.weight;
+    }
+    Value* ix = c.emit(Op::Expand, {c.reshape(lin, {N, 1, P})}, {{"shape", Shape{SymInt(N), SymInt(C), SymInt(P)}}});
+    Value* val = c.emit(Op::GatherElements, {xf, ix}, {{"axis", int64_t(2)}});
+    if (w) val = c.emit(Op::Mul, {val, c.reshape(w, {N, 1, P})});
+    acc = acc ? c.emit(Op::Add, {acc, val}) : val;
+    int d = S - 1;
+    while (d >= 0 && ++pick[size_t(d)] == taps[size_t(d)].size()) pick[size_t(d--)] = 0;
+    if (d < 0) break;
+  }
+  std::vector<int64_t> ys{N, C};
+  ys.insert(ys.end(), gs.begin() + 1, gs.end() - 1);
+  c.set_output(0, c.cast(c.reshape(acc, dims(ys)), X->type.dtype));
+}
+
+// ---- AffineGrid: grid[n, spatial..., :] = theta[n] @ [x, y(, z), 1] over a normalised grid ----
+
+void affine_grid(NodeCtx& c) {
+  Value* theta = c.input(0);
+  auto size = c.require_ints(1, "size");
+  bool align = c.attr_int("align_corners", 0) != 0;
+  if (size.size() != 4 && size.size() != 5) c.fail("size must be [N, C, H, W] or [N, C, D, H, W]");
+  int S = int(size.size()) - 2;
+  auto ts = static_shape_of(c, theta, "theta");
+  if (ts != std::vector<int64_t>{size[0], S, S + 1}) c.fail(str("theta must be [N, ", S, ", ", S + 1, "]"));
+  auto coords = [&](int64_t n) {
+    std::vector<double> v;
+    for (int64_t i = 0; i < n; ++i)
+      v.push_back(align ? (n == 1 ? -1.0 : -1.0 + 2.0 * double(i) / double(n - 1)) : (2.0 * double(i) + 1.0) / double(n) - 1.0);
+    return v;
+  };
+  std::vector<int64_t> sp(size.begin() + 2, size.end());
+  int64_t P = numel_of_dims(sp);
+  std::vector<double> base;  // [P, S + 1] rows (x, y[, z], 1); x runs along the last dim
+  std::vector<std::vector<double>> axis_c;
+  for (int64_t d : sp) axis_c.push_back(coords(d));
+  for (int64_t p = 0; p < P; ++p) {
+    std::vector<double> row(static_cast<size_t>(S));
+    int64_t rem = p;
+    for (int d = S - 1; d >= 0; --d) {
+      row[size_t(S - 1 - d)] = axis_c[size_t(d)][size_t(rem % sp[size_t(d)])];
+      rem /= sp[size_t(d)];
+    }
+    base.insert(base.end(), row.begin(), row.end());
+    base.push_back(1.0);
+  }
+  Value* b = const_of(c, theta->type.dtype, {P, S + 1}, base);
+  Value* tt = c.emit(Op::Permute, {theta}, {{"perm", std::vector<int64_t>{0, 2, 1}}});  // [N, S+1, S]
+  Value* g = c.emit(Op::MatMul, {b, tt});                                                // [N, P, S]
+  std::vector<int64_t> out{size[0]};
+  out.insert(out.end(), sp.begin(), sp.end());
+  out.push_back(S);
+  c.set_output(0, c.reshape(g, dims(out)));
+}
+
+// ---- Col2Im: sum the blocks back into the image = conv_transpose2d with one-hot kernels ----
+
+void col2im(NodeCtx& c) {
+  Value* x = c.input(0);
+  auto image = c.require_ints(1, "image_shape");
+  auto block = c.require_ints(2, "block_shape");
+  if (image.size() != 2 || block.size() != 2) c.unsupported(str(image.size(), "-D Col2Im (only 2-D images are supported)"));
+  auto xs = static_shape_of(c, x, "input");
+  if (xs.size() != 3) c.fail("input must be [N, C * prod(block_shape), L]");
+  auto dil = c.attr_ints("dilations", {1, 1}), str_ = c.attr_ints("strides", {1, 1}), pads = c.attr_ints("pads", {0, 0, 0, 0});
+  if (dil.size() != 2 || str_.size() != 2 || pads.size() != 4) c.fail("dilations, strides and pads must match the 2 image dims");
+  int64_t K = block[0] * block[1];
+  if (K <= 0 || xs[1] % K != 0) c.fail(str("input dim 1 (", xs[1], ") must be a multiple of prod(block_shape) = ", K));
+  int64_t C = xs[1] / K;
+  std::vector<int64_t> nb, out_pad;
+  for (int i = 0; i < 2; ++i) {
+    int64_t span = dil[size_t(i)] * (block[size_t(i)] - 1) + 1;
+    int64_t n = (image[size_t(i)] + pads[size_t(i)] + pads[size_t(i + 2)] - span) / str_[size_t(i)] + 1;
+    if (n <= 0) c.fail(str("image dim ", i, " is smaller than a block"));
+    nb.push_back(n);
+    out_pad.push_back(image[size_t(i)] - ((n - 1) * str_[size_t(i)] - pads[size_t(i)] - pads[size_t(i + 2)] + span));
+  }
+  if (nb[0] * nb[1] != xs[2]) c.fail(str("input has ", xs[2], " blocks, the image holds ", nb[0] * nb[1]));
+  std::vector<double> w(size_t(C * K * K), 0.0);  // [C*K, 1, kh, kw]: channel c*K + j puts its value at tap j
+  for (int64_t ch = 0; ch < C; ++ch)
+    for (int64_t j = 0; j < K; ++j) w[size_t((ch * K + j) * K + j)] = 1.0;
+  Value* wt = const_of(c, x->type.dtype, {C * K, 1, block[0], block[1]}, w);
+  Value* y = c.reshape(x, {xs[0], xs[1], nb[0], nb[1]});
+  c.set_output(0, c.emit(Op::ConvTranspose2d, {y, wt}, {{"strides", str_}, {"pads", pads}, {"dilations", dil},
+                                                        {"output_padding", out_pad}, {"groups", C}}));
+}
+
+// ---- LpPool: (sum over the window of |x|^p)^(1/p), the sum a depthwise conv with ones ----
+
+void lp_pool(NodeCtx& c) {
+  Value* x = c.input(0);
+  auto xs = static_shape_of(c, x, "input");
+  int S = int(xs.size()) - 2;
+  if (S < 1) c.fail("input must be [N, C, spatial...]");
+  if (S > 2) c.unsupported(str(S, "-D LpPool (only 1-D and 2-D are supported)"));
+  auto kernel = c.attr_ints("kernel_shape");
+  auto strides = c.attr_ints("strides", std::vector<int64_t>(size_t(S), 1));
+  auto dil = c.attr_ints("dilations", std::vector<int64_t>(size_t(S), 1));
+  auto pads = c.attr_ints("pads", std::vector<int64_t>(size_t(2 * S), 0));
+  if (int(kernel.size()) != S || int(strides.size()) != S || int(dil.size()) != S || int(pads.size()) != 2 * S)
+    c.fail("kernel_shape, strides, dilations and pads must match the spatial rank");
+  if (c.attr_int("ceil_mode", 0) != 0) c.unsupported("LpPool with ceil_mode");
+  std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
+  for (int i = 0; i < S; ++i) {
+    int64_t in = xs[size_t(2 + i)], s = strides[size_t(i)];
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      int64_t out = (in + s - 1) / s;
+      int64_t total = std::max<int64_t>((out - 1) * s + (kernel[size_t(i)] - 1) * dil[size_t(i)] + 1 - in, 0);
+      int64_t small = total / 2;
+      pads[size_t(i)] = auto_pad == "SAME_UPPER" ? small : total - small;
+      pads[size_t(i + S)] = total - pads[size_t(i)];
+    } else if (auto_pad == "VALID") {
+      pads[size_t(i)] = pads[size_t(i + S)] = 0;
+    } else if (auto_pad != "NOTSET") {
+      c.fail("unknown auto_pad '" + auto_pad + "'");
+    }
+  }
+  double p = double(c.attr_int("p", 2));
+  if (p <= 0) c.fail("p must be positive");
+  if (S == 1) {  // run as 2-D with H = 1
+    kernel.insert(kernel.begin(), 1);
+    strides.insert(strides.begin(), 1);
+    dil.insert(dil.begin(), 1);
+    pads = {0, pads[0], 0, pads[1]};
+    x = c.emit(Op::Unsqueeze, {x}, {{"axes", std::vector<int64_t>{2}}});
+  }
+  int64_t C = xs[1];
+  DType dt = x->type.dtype;
+  Value* a = c.emit(Op::Abs, {x});
+  Value* powed = p == 1 ? a : p == 2 ? c.emit(Op::Mul, {a, a}) : c.emit(Op::Pow, {a, scalar_of(c, dt, p)});
+  Value* ones = c.emit(Op::Full, {}, {{"shape", Shape{SymInt(C), SymInt(1), SymInt(kernel[0]), SymInt(kernel[1])}},
+                                      {"value", 1.0}, {"dtype", dt}});
+  Value* sum = c.emit(Op::Conv2d, {powed, ones}, {{"strides", strides}, {"pads", pads}, {"dilations", dil}, {"groups", C}});
+  Value* y = p == 1 ? sum : p == 2 ? c.emit(Op::Sqrt, {sum}) : c.emit(Op::Pow, {sum, scalar_of(c, dt, 1.0 / p)});
+  if (S == 1) y = c.emit(Op::Squeeze, {y}, {{"axes", std::vector<int64_t>{2}}});
+  c.set_output(0, y);
+}
+
+// ---- Upsample (deprecated): Resize with per-dim scales and the asymmetric/floor convention ----
+
+void upsample(NodeCtx& c) {
+  Value* x = c.input(0);
+  std::vector<double> scales = c.opset() >= 9 ? c.require_known(1, "scales").to_doubles() : c.attr_floats("scales");
+  auto xs = static_shape_of(c, x, "input");
+  if (scales.size() != xs.size()) c.fail(str("scales has ", scales.size(), " entries for rank ", xs.size()));
+  std::string mode = c.attr_string("mode", "nearest");
+  if (mode == "bilinear") mode = "linear";
+  if (mode != "nearest" && mode != "linear") c.fail("mode must be nearest or linear, got '" + mode + "'");
+  Shape out;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    if (scales[i] < 1) c.fail(str("scale ", i, " is below 1"));
+    out.push_back(SymInt(int64_t(std::floor(double(xs[i]) * scales[i]))));
+  }
+  c.set_output(0, c.emit(Op::Resize, {x}, {{"sizes", out}, {"scales", scales}, {"mode", mode}, {"coord_mode", std::string("asymmetric")},
+                                           {"nearest_mode", std::string("floor")}}));
+}
+
+}  // namespace
+
+// A box window is separable: max (or, with the same per-axis counts, mean) over (d, h, w) equals
+// the reduction over d of the reduction over (h, w). Runs as max_pool2d/avg_pool2d on
+// [N, C*D, H, W] and then on [N, C, D, Ho*Wo] with a (kd, 1) window.
+void pool3d(NodeCtx& c, bool is_max) {
+  Value* x = c.input(0);
+  auto xs = static_shape_of(c, x, "input");
+  auto kernel = c.attr_ints("kernel_shape");
+  auto strides = c.attr_ints("strides", {1, 1, 1});
+  auto dil = c.attr_ints("dilations", {1, 1, 1});
+  auto pads = c.attr_ints("pads", {0, 0, 0, 0, 0, 0});
+  if (kernel.size() != 3 || strides.size() != 3 || dil.size() != 3 || pads.size() != 6)
+    c.fail("kernel_shape, strides, dilations and pads must have 3 (pads 6) entries for a 3-D pool");
+  std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "VALID") c.unsupported("3-D pooling with auto_pad " + auto_pad);
+  if (auto_pad == "VALID") pads.assign(6, 0);
+  int64_t ceil = c.attr_int("ceil_mode", 0);
+  Attrs hw{{"kernel", std::vector<int64_t>{kernel[1], kernel[2]}}, {"strides", std::vector<int64_t>{strides[1], strides[2]}},
+           {"pads", std::vector<int64_t>{pads[1], pads[2], pads[4], pads[5]}}, {"ceil_mode", ceil}};
+  Attrs d{{"kernel", std::vector<int64_t>{kernel[0], 1}}, {"strides", std::vector<int64_t>{strides[0], 1}},
+          {"pads", std::vector<int64_t>{pads[0], 0, pads[3], 0}}, {"ceil_mode", ceil}};
+  if (is_max) {
+    hw.set("dilations", std::vector<int64_t>{dil[1], dil[2]});
+    d.set("dilations", std::vector<int64_t>{dil[0], 1});
+  } else {
+    for (int64_t v : dil)
+      if (v != 1) c.unsupported("AveragePool with dilations");
+    int64_t cip = c.attr_int("count_include_pad", 0);
+    if (cip != 0 && ceil != 0) c.unsupported("3-D AveragePool with count_include_pad and ceil_mode");
+    hw.set("count_include_pad", cip);
+    d.set("count_include_pad", cip);
+  }
+  Op op = is_max ? Op::MaxPool2d : Op::AvgPool2d;
+  Value* y = c.emit(op, {c.reshape(x, {xs[0], xs[1] * xs[2], xs[3], xs[4]})}, hw);
+  auto ys = static_shape_of(c, y, "pooled");
+  y = c.emit(op, {c.reshape(y, {xs[0], xs[1], xs[2], ys[2] * ys[3]})}, d);
+  c.set_output(0, c.reshape(y, {xs[0], xs[1], static_dim(c, y, 2, "pooled"), ys[2], ys[3]}));
+}
+
+// y uses the batch's mean and (biased) variance over every dim but 1; the running statistics
+// come out as input * momentum + batch * (1 - momentum).
+void batch_norm_training(NodeCtx& c) {
+  Value* x = c.input(0);
+  int rank = x->type.rank();
+  if (rank < 2) c.fail("input must be [N, C, ...]");
+  DType dt = x->type.dtype;
+  std::vector<int64_t> axes{0};
+  for (int i = 2; i < rank; ++i) axes.push_back(i);
+  double eps = c.attr_float("epsilon", 1e-5), momentum = c.attr_float("momentum", 0.9);
+  Shape bshape(size_t(rank), SymInt(1));
+  bshape[1] = x->type.shape[1];
+  auto chan = [&](Value* v) { return c.reshape(v, bshape); };
+  Value* mean = c.emit(Op::ReduceMean, {x}, {{"axes", axes}, {"keepdim", int64_t(1)}});
+  Value* dev = c.emit(Op::Sub, {x, mean});
+  Value* var = c.emit(Op::ReduceMean, {c.emit(Op::Mul, {dev, dev})}, {{"axes", axes}, {"keepdim", int64_t(1)}});
+  Value* y = c.emit(Op::Mul, {dev, c.emit(Op::Rsqrt, {c.emit(Op::Add, {var, scalar_of(c, dt, eps)})})});
+  y = c.emit(Op::Add, {c.emit(Op::Mul, {y, chan(c.input(1))}), chan(c.input(2))});
+  c.set_output(0, y);
+  auto running = [&](int in, Value* batch) {
+    Value* r = c.emit(Op::Mul, {c.input(in), scalar_of(c, dt, momentum)});
+    return c.emit(Op::Add, {r, c.emit(Op::Mul, {c.reshape(batch, {bshape[1]}), scalar_of(c, dt, 1 - momentum)})});
+  };
+  if (c.wants_output(1)) c.set_output(1, running(3, mean));
+  if (c.wants_output(2)) c.set_output(2, running(4, var));
+}
+
+void register_vision_ops(OpRegistry& r) {
+  r["GridSample"] = grid_sample;
+  r["AffineGrid"] = affine_grid;
+  r["Col2Im"] = col2im;
+  r["LpPool"] = lp_pool;
+  r["Upsample"] = upsample;
+}
+
+}  // namespace kiln::onnx_import

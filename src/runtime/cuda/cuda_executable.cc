@@ -1,0 +1,465 @@
+// compile_cuda and the GPU run loop (see cuda_executable.h): lower with the shared front half,
+// print CUDA, NVRTC -> cubin through the compile cache, then per binding of the dims allocate every
+// buffer once, plan each launch, and capture the launches into a CUDA graph after a first direct run.
+#include "runtime/cuda/cuda_executable.h"
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <iterator>
+#include <optional>
+#include <sstream>
+
+#include "kiln/error.h"
+#include "kiln/interp.h"
+#include "runtime/compile_cache.h"
+#include "runtime/cuda/cuda_device.h"
+#include "runtime/cuda/nvrtc_compiler.h"
+
+namespace kiln {
+
+namespace cuda {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double millis(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+// Host mirror of the generated KilnArgs struct (same member order, sizes and alignment).
+struct HostKilnArgs {
+  void* bufs[codegen::cuda::kMaxKernelBuffers];
+  int64_t syms[codegen::cuda::kMaxKernelSymbols];
+  int* status;
+};
+
+std::vector<int64_t> eval_shape(const Shape& s, const std::map<std::string, int64_t>& b) {
+  std::vector<int64_t> out;
+  for (const SymInt& d : s) out.push_back(d.evaluate(b));
+  return out;
+}
+
+int64_t product(const std::vector<int64_t>& v, size_t begin, size_t end) {
+  int64_t p = 1;
+  for (size_t i = begin; i < end; ++i) p *= v[i];
+  return p;
+}
+
+const std::vector<std::string> kNvrtcOptions = {"--std=c++17", "-diag-suppress=550,177"};
+
+bool supported_matmul_dtype(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+
+std::vector<char> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  KILN_CHECK(in.good(), "cannot read ", path);
+  return std::vector<char>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+}  // namespace
+
+// split -> one static slice per piece: slices are views the kernels read through, so the pieces
+// are never copied (the GPU has no library kernel for split).
+void prepare_graph_for_cuda(Graph& g) {
+  for (Node* n : g.node_list()) {
+    if (n->op != Op::Split) continue;
+    int64_t rank = n->inputs[0]->type.rank();
+    int64_t axis = n->attrs.get_int("axis");
+    if (axis < 0) axis += rank;
+    std::vector<int64_t> sizes = n->attrs.get_ints("sizes");
+    g.set_insertion_point(n);
+    int64_t start = 0;
+    for (size_t i = 0; i < n->outputs.size(); ++i) {
+      Value* piece = g.add(Op::Slice, {n->inputs[0]},
+                           {{"starts", std::vector<int64_t>{start}}, {"ends", std::vector<int64_t>{start + sizes[i]}},
+                            {"axes", std::vector<int64_t>{axis}}});
+      g.replace_all_uses(n->outputs[i], piece);
+      start += sizes[i];
+    }
+    g.set_insertion_point(nullptr);
+    g.erase_node(n);
+  }
+}
+
+// A fused kernel that is exactly `act(matmul_out + bias[N])` (act: relu, or gelu's tanh form, the
+// one cuBLASLt implements) for the matmul step before it: cuBLASLt applies it in the GEMM's
+// epilogue, so the product is written once instead of written, read and written again.
+std::optional<EpilogueMatch> match_epilogue(const Node& matmul, const runtime::CompiledExecutable& low, size_t kernel_step) {
+  const runtime::Step& step = low.steps[kernel_step];
+  if (step.library) return std::nullopt;
+  const lower::FusionGroup& grp = low.schedule.groups[kernel_step];
+  if (grp.nodes.size() != 2 || grp.outputs.size() != 1) return std::nullopt;
+  const Node* add = grp.nodes[0];
+  const Node* act = grp.nodes[1];
+  const Value* y = matmul.outputs[0];
+  if (add->op != Op::Add || y->uses.size() != 1 || low.graph->is_output(y)) return std::nullopt;
+  int yi = add->inputs[0] == y ? 0 : add->inputs[1] == y ? 1 : -1;
+  if (yi < 0) return std::nullopt;
+  const Value* bias = add->inputs[1 - yi];
+  const Shape& ys = y->type.shape;
+  if (bias->type.dtype != y->type.dtype || bias->type.rank() != 1 || !(bias->type.shape[0] == ys.back()))
+    return std::nullopt;
+  if (low.schedule.residence_of(bias) != lower::Residence::kBuffer) return std::nullopt;
+  if (act->inputs.size() != 1 || act->inputs[0] != add->outputs[0] || add->outputs[0]->uses.size() != 1) return std::nullopt;
+  EpilogueMatch m;
+  if (act->op == Op::Relu) m.epilogue = MatmulEpilogue::ReluBias;
+  else if (act->op == Op::Gelu && act->attrs.get_string("approximate") == "tanh") m.epilogue = MatmulEpilogue::GeluBias;
+  else return std::nullopt;
+  if (grp.outputs[0] != act->outputs[0]) return std::nullopt;
+  m.bias = bias;
+  m.out = act->outputs[0];
+  return m;
+}
+
+struct CudaExecutable::Binding {
+  std::map<std::string, int64_t> dims;      // graph symbols
+  std::map<std::string, int64_t> kernel_dims;  // s0, s1, ...
+  std::vector<int64_t> syms;
+  std::map<const Value*, DeviceTensor> buffers;
+  std::vector<StepPlan> steps;
+  DeviceTensor workspace;
+  DeviceTensor status;
+  std::unique_ptr<CapturedGraph> graph;
+  int launches = 0;
+};
+
+CudaExecutable::Binding& CudaExecutable::binding_for(const std::vector<HostTensor>& inputs) {
+  const Graph& g = *lowered->graph;
+  KILN_CHECK(inputs.size() == g.inputs().size(), "graph '", g.name(), "' takes ", g.inputs().size(),
+             " inputs, got ", inputs.size());
+  std::map<std::string, int64_t> dims = interp::bind_symbols(g, inputs);
+  for (const ShapeGuard& guard : g.guards()) {
+    int64_t lhs = guard.lhs.evaluate(dims), rhs = guard.rhs.evaluate(dims);
+    KILN_CHECK(lhs == rhs, "guard ", guard.to_string(), " fails for these inputs: ", lhs, " != ", rhs);
+  }
+  std::vector<int64_t> syms;
+  for (const auto& s : lowered->symbols) syms.push_back(dims.at(s));
+  auto it = bindings_.find(syms);
+  if (it != bindings_.end()) return *it->second;
+
+  auto b = std::make_unique<Binding>();
+  b->dims = dims;
+  b->syms = syms;
+  for (size_t i = 0; i < syms.size(); ++i) b->kernel_dims[str("s", i)] = syms[i];
+  // One device buffer per buffer value (no reuse across steps yet: see docs/cuda.md).
+  for (const auto& [v, slot] : lowered->slots) {
+    if (slot.kind == runtime::BufferSlot::kConstant) continue;
+    b->buffers[v] = DeviceTensor::empty(v->type.dtype, eval_shape(v->type.shape, dims), *stream_);
+  }
+  b->status = DeviceTensor::empty(DType::I32, {1}, *stream_);
+  b->workspace = DeviceTensor::empty(DType::U8, {int64_t(LtMatmul::kWorkspaceBytes)}, *stream_);
+  const int sms = CudaDevice::get(options.device).info().multiprocessors;
+
+  for (size_t step_index = 0; step_index < lowered->steps.size(); ++step_index) {
+    const runtime::Step& step = lowered->steps[step_index];
+    StepPlan plan;
+    plan.library = step.library;
+    plan.skipped = skipped_steps_.count(step_index) != 0;
+    if (plan.skipped) {
+      b->steps.push_back(std::move(plan));
+      continue;
+    }
+    if (step.library) {
+      const Node& n = *step.node;
+      std::vector<int64_t> as = eval_shape(n.inputs[0]->type.shape, dims);
+      std::vector<int64_t> bs = eval_shape(n.inputs[1]->type.shape, dims);
+      // numpy's 1-D promotion: [K] is a [1, K] row on the left, a [K, 1] column on the right; the
+      // contiguous bytes are the same, so only the sizes change.
+      if (as.size() == 1) as.insert(as.begin(), 1);
+      if (bs.size() == 1) bs.push_back(1);
+      int64_t m = as[as.size() - 2], k = as.back(), nn = bs.back();
+      int64_t batch_a = product(as, 0, as.size() - 2), batch_b = product(bs, 0, bs.size() - 2);
+      LtMatmul::Batch batch;
+      bool same_batch = std::equal(as.begin(), as.end() - 2, bs.begin(), bs.end() - 2);
+      if (batch_b == 1) {
+        m *= batch_a;  // b is one matrix: a's batches stack into rows
+      } else if (batch_a == 1) {
+        batch = {batch_b, 0, k * nn, m * nn};
+      } else if (same_batch) {
+        batch = {batch_a, m * k, k * nn, m * nn};
+      } else {
+        throw Error(str(n.describe(), ": CUDA matmul does not support the batch broadcast ",
+                        dims_to_string(as), " @ ", dims_to_string(bs)));
+      }
+      MatmulEpilogue epilogue = MatmulEpilogue::None;
+      plan.buffers = {n.inputs[0], n.inputs[1], n.outputs[0]};
+      auto fused = epilogue_into_.find(step_index);
+      if (fused != epilogue_into_.end()) {
+        const EpilogueMatch& em = epilogues_.at(step_index);
+        epilogue = em.epilogue;
+        plan.buffers = {n.inputs[0], n.inputs[1], em.out, em.bias};
+      }
+      if (m > 0 && k > 0 && nn > 0)
+        plan.matmul = std::make_unique<LtMatmul>(m, nn, k, n.outputs[0]->type.dtype, epilogue, batch);
+    } else {
+      const lower::LoweredKernel& lk = lowered->kernels[size_t(step.kernel)];
+      const codegen::cuda::CudaKernelSource& ks = kernel_sources[size_t(step.kernel)];
+      plan.kernel = step.kernel;
+      plan.fn = functions[size_t(step.kernel)];
+      plan.buffers = lk.param_values;
+      int64_t points = 1;
+      for (const auto& e : ks.outer_extents) points *= e.evaluate(b->kernel_dims);
+      if (ks.mapping == codegen::cuda::GridMapping::kPointwise) {
+        int64_t threads = options.block_threads;
+        plan.shape.block_x = unsigned(threads);
+        plan.shape.grid_x = unsigned(std::clamp<int64_t>((points + threads - 1) / threads, 1, int64_t(sms) * 16));
+      } else {
+        int64_t widest = 1;
+        for (const auto& e : ks.row_extents) widest = std::max(widest, e.evaluate(b->kernel_dims));
+        int64_t threads = 32;
+        while (threads < widest && threads < 512) threads *= 2;
+        if (widest >= 65536) threads = 1024;
+        plan.shape.block_x = unsigned(threads);
+        plan.shape.grid_x = unsigned(std::clamp<int64_t>(points, 1, int64_t(sms) * 32));
+      }
+    }
+    b->steps.push_back(std::move(plan));
+  }
+  Binding& ref = *b;
+  bindings_[syms] = std::move(b);
+  return ref;
+}
+
+void CudaExecutable::enqueue(Binding& b) {
+  const DriverApi& api = driver();
+  const lower::Schedule& s = lowered->schedule;
+  auto device_ptr = [&](const Value* v) -> DevicePtr {
+    const Value* root = s.buffer_of(v);
+    auto c = constants.find(root);
+    if (c != constants.end()) return c->second.data();
+    return b.buffers.at(root).data();
+  };
+  KILN_CU(api.cuMemsetD8Async(b.status.data(), 0, 4, stream_->handle()));
+  for (StepPlan& plan : b.steps) {
+    if (plan.skipped) continue;
+    if (plan.library) {
+      if (plan.matmul)
+        plan.matmul->run(device_ptr(plan.buffers[0]), device_ptr(plan.buffers[1]),
+                         plan.buffers.size() > 3 ? device_ptr(plan.buffers[3]) : 0, device_ptr(plan.buffers[2]),
+                         b.workspace.data(), *stream_);
+      continue;
+    }
+    HostKilnArgs args{};
+    for (size_t i = 0; i < plan.buffers.size(); ++i) args.bufs[i] = reinterpret_cast<void*>(device_ptr(plan.buffers[i]));
+    for (size_t i = 0; i < b.syms.size(); ++i) args.syms[i] = b.syms[i];
+    args.status = reinterpret_cast<int*>(b.status.data());
+    void* params[] = {&args};
+    launch_kernel(plan.fn, plan.shape, *stream_, params);
+  }
+}
+
+void CudaExecutable::bind(const std::vector<HostTensor>& inputs) {
+  CudaDevice::get(options.device).make_current();
+  Binding& b = binding_for(inputs);
+  const Graph& g = *lowered->graph;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Value* v = g.inputs()[i];
+    KILN_CHECK(inputs[i].dtype() == v->type.dtype, "input ", i, " ('", v->name, "') is ",
+               dtype_name(inputs[i].dtype()), ", the graph wants ", dtype_name(v->type.dtype));
+    auto it = b.buffers.find(v);
+    if (it != b.buffers.end()) it->second.copy_from_host(inputs[i], *stream_);
+  }
+  current_ = &b;
+}
+
+void CudaExecutable::launch() {
+  KILN_CHECK(current_ != nullptr, "CudaExecutable::launch before bind");
+  Binding& b = *current_;
+  if (!options.use_graphs || b.launches == 0) {
+    enqueue(b);  // the first run goes direct: lazy library set-up must not happen under capture
+  } else {
+    if (!b.graph) {
+      CapturedGraph::begin_capture(*stream_);
+      try {
+        enqueue(b);
+      } catch (...) {
+        try {
+          CapturedGraph::end_capture(*stream_);
+        } catch (...) {
+        }
+        throw;
+      }
+      b.graph = std::make_unique<CapturedGraph>(CapturedGraph::end_capture(*stream_));
+    }
+    b.graph->launch(*stream_);
+  }
+  ++b.launches;
+}
+
+std::vector<HostTensor> CudaExecutable::outputs() {
+  KILN_CHECK(current_ != nullptr, "CudaExecutable::outputs before bind");
+  Binding& b = *current_;
+  stream_->synchronize();
+  HostTensor status = b.status.download(*stream_);
+  if (status.get_f64(0) != 0) throw Error("a CUDA kernel hit an integer division or modulo by zero");
+  const Graph& g = *lowered->graph;
+  const lower::Schedule& s = lowered->schedule;
+  std::vector<HostTensor> out;
+  for (const Value* v : g.outputs()) {
+    const Value* root = s.buffer_of(v);
+    HostTensor t;
+    auto c = constants.find(root);
+    if (c != constants.end()) t = c->second.download(*stream_);
+    else t = b.buffers.at(root).download(*stream_);
+    out.push_back(root == v ? t : t.reshaped(eval_shape(v->type.shape, b.dims)));
+  }
+  return out;
+}
+
+void CudaExecutable::record(Binding& b, Scoreboard* sb) {
+  // Timed direct launches, one event pair per step (graph replay has no per-kernel times).
+  std::vector<std::unique_ptr<Event>> marks;
+  for (size_t i = 0; i <= b.steps.size(); ++i) marks.push_back(std::make_unique<Event>(true));
+  marks[0]->record(*stream_);
+  // Enqueue step by step so each gets its own events.
+  std::vector<StepPlan> all;
+  all.swap(b.steps);
+  for (size_t i = 0; i < all.size(); ++i) {
+    b.steps.clear();
+    b.steps.push_back(std::move(all[i]));
+    enqueue(b);
+    all[i] = std::move(b.steps[0]);
+    marks[i + 1]->record(*stream_);
+  }
+  b.steps.swap(all);
+  marks.back()->synchronize();
+  for (size_t i = 0; i < b.steps.size(); ++i) {
+    if (b.steps[i].skipped) continue;
+    const runtime::Step& step = lowered->steps[i];
+    KernelRecord rec;
+    rec.name = step.name;
+    rec.source_ops = step.source_ops;
+    rec.time_us = 1000.0 * marks[i + 1]->elapsed_ms_since(*marks[i]);
+    const StepPlan& plan = b.steps[i];
+    if (plan.library) {
+      for (size_t k = 0; k < plan.buffers.size(); ++k) {
+        const Value* v = plan.buffers[k];
+        int64_t bytes = v->type.numel().evaluate(b.dims) * dtype_size(v->type.dtype);
+        (k == 2 ? rec.bytes_written : rec.bytes_read) += bytes;
+      }
+      if (plan.buffers.size() > 3) rec.name += "+epilogue";
+      if (plan.matmul) rec.flops = plan.matmul->flops();
+    } else {
+      const lower::LoweredKernel& lk = lowered->kernels[size_t(plan.kernel)];
+      for (size_t p = 0; p < lk.param_values.size(); ++p) {
+        const Value* v = lk.param_values[p];
+        int64_t bytes = v->type.numel().evaluate(b.dims) * dtype_size(v->type.dtype);
+        (lk.kernel.params[p].is_output ? rec.bytes_written : rec.bytes_read) += bytes;
+      }
+      rec.flops = double(lk.kernel.iterations.evaluate(b.kernel_dims)) * lk.kernel.ops_per_point;
+    }
+    sb->add(std::move(rec));
+  }
+}
+
+std::vector<HostTensor> CudaExecutable::run(const std::vector<HostTensor>& inputs, Scoreboard* sb) {
+  std::lock_guard<std::mutex> lock(run_mutex_);
+  bind(inputs);
+  if (sb) {
+    record(*current_, sb);
+    ++current_->launches;
+  } else {
+    launch();
+  }
+  return outputs();
+}
+
+std::string CudaExecutable::explain() const {
+  std::ostringstream os;
+  os << "== CUDA graph '" << lowered->graph->name() << "': " << stats_.kernels_generated << " generated kernels, "
+     << stats_.library_calls << " cuBLASLt calls ==\n";
+  for (const auto& note : lowered->decomposition_notes) os << note << "\n";
+  os << lowered->schedule.explain();
+  os << "\n== Loop IR ==\n";
+  for (const auto& k : lowered->kernels) os << lower::print_kernel(k.kernel) << "\n";
+  os << "== NVRTC ==\ncache key " << stats_.cache_key << (stats_.cache_hit ? " (hit)" : " (miss)") << ", compile "
+     << stats_.compile_ms << " ms\n\n== generated CUDA ==\n" << source_;
+  return os.str();
+}
+
+}  // namespace cuda
+
+std::string cuda_unavailable_reason() {
+  const cuda::DriverStatus& st = cuda::driver_status();
+  if (!st.has_device()) return st.message;
+  if (!cuda::nvrtc_status().loaded) return cuda::nvrtc_status().message;
+  return "";
+}
+
+std::shared_ptr<Executable> compile_cuda(const Graph& g, const CudaCompileOptions& options) {
+  using namespace cuda;
+  const Clock::time_point t0 = Clock::now();
+  auto exe = std::make_shared<CudaExecutable>();
+  exe->options = options;
+  std::unique_ptr<Graph> prepared = g.clone();
+  prepare_graph_for_cuda(*prepared);
+  exe->lowered = runtime::lower_for_target(*prepared, options.base, "kiln_cu_");
+  const runtime::CompiledExecutable& low = *exe->lowered;
+  for (const runtime::Step& step : low.steps) {
+    if (!step.library) continue;
+    const Node& n = *step.node;
+    KILN_CHECK(n.op == Op::MatMul, n.describe(), ": the CUDA backend has no kernel for op '", op_name(n.op),
+               "' (library calls on CUDA: matmul)");
+    KILN_CHECK(supported_matmul_dtype(n.outputs[0]->type.dtype), n.describe(), ": CUDA matmul supports f32, f16 and bf16, not ",
+               dtype_name(n.outputs[0]->type.dtype));
+  }
+  if (options.fuse_epilogues) {
+    for (size_t i = 0; i + 1 < low.steps.size(); ++i) {
+      if (!low.steps[i].library || low.steps[i].node->op != Op::MatMul) continue;
+      const Value* y = low.steps[i].node->outputs[0];
+      if (y->uses.size() != 1) continue;
+      // The consumer group of the product must be the very next step.
+      auto g = low.schedule.group_of.find(y->uses[0].user->outputs[0]);
+      if (g == low.schedule.group_of.end() || size_t(g->second) != i + 1) continue;
+      if (auto m = match_epilogue(*low.steps[i].node, low, i + 1)) {
+        exe->epilogues_[i] = *m;
+        exe->epilogue_into_[i] = i + 1;
+        exe->skipped_steps_.insert(i + 1);
+      }
+    }
+  }
+  for (const auto& lk : low.kernels) exe->kernel_sources.push_back(codegen::cuda::emit_cuda_kernel(lk.kernel));
+  exe->source_ = codegen::cuda::cuda_translation_unit(exe->kernel_sources);
+  exe->stats_.kernels_generated = low.stats_.kernels_generated;
+  exe->stats_.library_calls = low.stats_.library_calls;
+  const Clock::time_point t1 = Clock::now();
+  exe->stats_.lower_ms = millis(t0, t1);
+
+  CudaDevice& device = CudaDevice::get(options.device);
+  device.make_current();
+  if (!low.kernels.empty()) {
+    const std::string arch = device.info().arch();
+    const NvrtcStatus& nv = nvrtc_status();
+    KILN_CHECK(nv.loaded, nv.message);
+    const std::string identity = str("nvrtc ", nv.major, ".", nv.minor, " ", arch);
+    runtime::CompileCache cache(compile_cache_dir(options.base));
+    exe->stats_.cache_key = runtime::CompileCache::key(exe->source_, identity, kNvrtcOptions);
+    auto build = [&](const std::string& src_path, const std::string& out_path) {
+      (void)src_path;
+      std::vector<char> cubin = nvrtc_compile(exe->source_, "kiln_graph.cu", arch, kNvrtcOptions);
+      std::ofstream out(out_path, std::ios::binary);
+      out.write(cubin.data(), std::streamsize(cubin.size()));
+      KILN_CHECK(out.good(), "cannot write ", out_path);
+    };
+    const Clock::time_point c0 = Clock::now();
+    std::string path = options.base.use_cache
+                           ? cache.get_or_build(exe->stats_.cache_key, exe->source_, build, &exe->stats_.cache_hit)
+                           : "";
+    std::vector<char> cubin;
+    if (path.empty()) cubin = nvrtc_compile(exe->source_, "kiln_graph.cu", arch, kNvrtcOptions);
+    else cubin = read_file(path);
+    const Clock::time_point c1 = Clock::now();
+    exe->stats_.compile_ms = exe->stats_.cache_hit ? 0 : millis(c0, c1);
+    exe->stats_.shared_object = path;
+    exe->module = std::make_unique<CudaModule>(cubin);
+    for (const auto& k : exe->kernel_sources) exe->functions.push_back(exe->module->function(k.name));
+    exe->stats_.load_ms = millis(c1, Clock::now());
+  }
+  exe->stream_ = std::make_unique<Stream>();
+  for (const auto& n : low.graph->nodes())
+    if (n->op == Op::Constant)
+      exe->constants[n->outputs[0]] = DeviceTensor::upload(n->attrs.get_tensor("value"), *exe->stream_);
+  exe->stream_->synchronize();
+  return exe;
+}
+
+}  // namespace kiln

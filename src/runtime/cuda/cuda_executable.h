@@ -1,0 +1,87 @@
+// The compiled GPU Executable: the CPU compile driver's lowered steps (fused kernels, library
+// calls, buffer slots) run as NVRTC kernels and cuBLASLt matmuls on one stream, with device
+// buffers kept per binding of the symbolic dims so a captured CUDA graph can be replayed. Why:
+// kiln::compile_cuda's product; the run loop and the graph capture live here.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "codegen/cuda/cuda_emitter.h"
+#include "kiln/cuda.h"
+#include "runtime/cuda/cublaslt_matmul.h"
+#include "runtime/cuda/cuda_module.h"
+#include "runtime/cuda/cuda_stream.h"
+#include "runtime/cuda/device_tensor.h"
+#include "runtime/executable.h"
+
+namespace kiln::cuda {
+
+// A matmul's fused `act(x @ w + bias)` epilogue (cuda_executable.cc).
+struct EpilogueMatch {
+  MatmulEpilogue epilogue = MatmulEpilogue::None;
+  const Value* bias = nullptr;
+  const Value* out = nullptr;
+};
+
+// Rewrites what the GPU has no kernel for into what it has (split -> slices, which are views).
+void prepare_graph_for_cuda(Graph& g);
+
+class CudaExecutable : public Executable {
+ public:
+  // Host in, host out: uploads, runs (or replays the captured graph), downloads.
+  std::vector<HostTensor> run(const std::vector<HostTensor>& inputs, Scoreboard* sb) override;
+  std::string explain() const override;
+  const CompileStats& stats() const override { return stats_; }
+  const std::string& source() const override { return source_; }
+
+  // The device-side steps of run(), for benchmarks that keep data on the GPU: bind() copies the
+  // inputs into the executable's input buffers (allocating buffers for new shapes), launch()
+  // queues one run (a graph replay once captured), outputs() waits and copies the results back.
+  void bind(const std::vector<HostTensor>& inputs);
+  void launch();
+  void synchronize() const { stream_->synchronize(); }
+  std::vector<HostTensor> outputs();
+  // Kernel launches (and library calls) one run queues.
+  int launches_per_run() const { return int(lowered->steps.size()); }
+
+  // Filled by compile_cuda.
+  std::shared_ptr<runtime::CompiledExecutable> lowered;  // schedule, Loop IR, slots
+  std::vector<codegen::cuda::CudaKernelSource> kernel_sources;
+  std::unique_ptr<CudaModule> module;
+  std::vector<CUfunction> functions;  // per lowered kernel
+  CudaCompileOptions options;
+  CompileStats stats_;
+  std::string source_;
+  std::map<const Value*, DeviceTensor> constants;
+  std::unique_ptr<Stream> stream_;
+  // Matmul step -> the epilogue folded into it, and the kernel step that therefore never runs.
+  std::map<size_t, EpilogueMatch> epilogues_;
+  std::map<size_t, size_t> epilogue_into_;
+  std::set<size_t> skipped_steps_;
+
+ private:
+  struct Binding;  // buffers, matmul plans and the captured graph for one set of dims
+  struct StepPlan {
+    bool library = false;
+    bool skipped = false;  // a kernel folded into the previous matmul's cuBLASLt epilogue
+    int kernel = -1;
+    CUfunction fn = nullptr;
+    LaunchShape shape;
+    std::vector<const Value*> buffers;  // kernel: params; library: inputs then outputs
+    std::unique_ptr<LtMatmul> matmul;
+  };
+  Binding& binding_for(const std::vector<HostTensor>& inputs);
+  void enqueue(Binding& b);
+  void record(Binding& b, Scoreboard* sb);
+
+  std::map<std::vector<int64_t>, std::unique_ptr<Binding>> bindings_;
+  Binding* current_ = nullptr;
+  std::mutex run_mutex_;
+};
+
+}  // namespace kiln::cuda

@@ -1,0 +1,324 @@
+// Tests for the ONNX ops that the importer decomposes into Kiln primitives (ops_index.cc,
+// ops_rnn.cc, ops_signal.cc, ops_vision.cc): each decomposition, run in the interpreter on random
+// inputs of odd sizes, against the op's formula written directly as loops here; and malformed nodes
+// that must fail with an error naming the node.
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include <cmath>
+
+#include "kiln/interp.h"
+#include "kiln/onnx.h"
+
+namespace kiln {
+namespace {
+
+struct Io {
+  std::string name;
+  int elem;
+  std::vector<int64_t> dims;
+};
+
+// A one-node model: inputs (graph inputs), the node, one output (shape left to the importer).
+struct OneNode {
+  onnx::ModelProto m;
+  onnx::NodeProto* node;
+  OneNode(const std::string& op, const std::vector<Io>& ins, std::vector<std::string> outs, int opset = 18) {
+    m.set_ir_version(8);
+    auto* os = m.add_opset_import();
+    os->set_domain("");
+    os->set_version(opset);
+    auto* g = m.mutable_graph();
+    node = g->add_node();
+    node->set_op_type(op);
+    node->set_name("the_" + op);
+    for (const auto& i : ins) {
+      node->add_input(i.name);
+      if (i.name.empty()) continue;
+      auto* vi = g->add_input();
+      vi->set_name(i.name);
+      auto* tt = vi->mutable_type()->mutable_tensor_type();
+      tt->set_elem_type(i.elem);
+      for (int64_t d : i.dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
+    }
+    for (const auto& o : outs) {
+      node->add_output(o);
+      if (o.empty()) continue;
+      auto* vo = g->add_output();
+      vo->set_name(o);
+      vo->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    }
+  }
+  void attr(const std::string& n, int64_t v) {
+    auto* a = node->add_attribute();
+    a->set_name(n);
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(v);
+  }
+  void attr(const std::string& n, const std::string& v) {
+    auto* a = node->add_attribute();
+    a->set_name(n);
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s(v);
+  }
+  void attr(const std::string& n, std::vector<int64_t> v) {
+    auto* a = node->add_attribute();
+    a->set_name(n);
+    a->set_type(onnx::AttributeProto::INTS);
+    for (int64_t x : v) a->add_ints(x);
+  }
+  std::vector<HostTensor> run(const std::vector<HostTensor>& feed, std::map<std::string, HostTensor> statics = {}) {
+    std::string b;
+    m.SerializeToString(&b);
+    ImportOptions o;
+    o.static_input_values = std::move(statics);
+    auto g = import_onnx_bytes(b, "decomp.onnx", o);
+    std::vector<HostTensor> in;
+    size_t k = 0;
+    for (const Value* v : g->inputs()) {
+      (void)v;
+      in.push_back(feed.at(k++));
+    }
+    return interp::run(*g, in);
+  }
+  // The import error message (empty when the import succeeds).
+  std::string import_error() {
+    std::string b;
+    m.SerializeToString(&b);
+    try {
+      import_onnx_bytes(b, "decomp.onnx");
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  }
+};
+
+constexpr int F = onnx::TensorProto::FLOAT, I64 = onnx::TensorProto::INT64;
+
+HostTensor ints(std::vector<int64_t> shape, std::vector<int64_t> v) {
+  HostTensor t = HostTensor::zeros(DType::I64, std::move(shape));
+  for (size_t i = 0; i < v.size(); ++i) t.set_i64(int64_t(i), v[i]);
+  return t;
+}
+
+void expect_near_all(const HostTensor& got, const std::vector<double>& want, double tol = 1e-4) {
+  ASSERT_EQ(got.numel(), int64_t(want.size()));
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got.get_f64(int64_t(i)), want[i], tol) << "at " << i;
+}
+
+TEST(OnnxDecomp, ScatterElementsAddWithDuplicatesAndNegativeIndices) {
+  OneNode n("ScatterElements", {{"d", F, {3, 5}}, {"i", I64, {3, 2}}, {"u", F, {3, 2}}}, {"y"});
+  n.attr("axis", int64_t(1));
+  n.attr("reduction", std::string("add"));
+  HostTensor d = HostTensor::random(DType::F32, {3, 5}, 1), u = HostTensor::random(DType::F32, {3, 2}, 2);
+  HostTensor idx = ints({3, 2}, {0, 0, -1, 2, 4, -5});
+  auto y = n.run({d, idx, u});
+  std::vector<double> want = d.to_doubles();
+  for (int r = 0; r < 3; ++r)
+    for (int j = 0; j < 2; ++j) {
+      int64_t col = idx.get_i64(r * 2 + j);
+      if (col < 0) col += 5;
+      want[size_t(r * 5 + col)] += u.get_f64(r * 2 + j);
+    }
+  expect_near_all(y[0], want);
+}
+
+TEST(OnnxDecomp, ScatterNDReplaceLastWriteWinsAndMax) {
+  for (std::string red : {"none", "max"}) {
+    OneNode n("ScatterND", {{"d", F, {4, 3, 2}}, {"i", I64, {3, 1}}, {"u", F, {3, 3, 2}}}, {"y"});
+    n.attr("reduction", red);
+    HostTensor d = HostTensor::random(DType::F32, {4, 3, 2}, 3), u = HostTensor::random(DType::F32, {3, 3, 2}, 4);
+    HostTensor idx = ints({3, 1}, {2, 0, 2});
+    auto y = n.run({d, idx, u});
+    std::vector<double> want = d.to_doubles();
+    for (int k = 0; k < 3; ++k)
+      for (int e = 0; e < 6; ++e) {
+        double& w = want[size_t(idx.get_i64(k) * 6 + e)];
+        double v = u.get_f64(k * 6 + e);
+        w = red == "none" ? v : std::max(w, v);
+      }
+    expect_near_all(y[0], want);
+  }
+}
+
+TEST(OnnxDecomp, GatherNDWithBatchDims) {
+  OneNode n("GatherND", {{"d", F, {2, 3, 5}}, {"i", I64, {2, 4, 1}}}, {"y"});
+  n.attr("batch_dims", int64_t(1));
+  HostTensor d = HostTensor::random(DType::F32, {2, 3, 5}, 5);
+  HostTensor idx = ints({2, 4, 1}, {2, 0, 1, 2, 1, 1, 0, 2});
+  auto y = n.run({d, idx});
+  ASSERT_EQ(y[0].shape(), (std::vector<int64_t>{2, 4, 5}));
+  std::vector<double> want;
+  for (int b = 0; b < 2; ++b)
+    for (int k = 0; k < 4; ++k)
+      for (int e = 0; e < 5; ++e) want.push_back(d.get_f64((b * 3 + idx.get_i64(b * 4 + k)) * 5 + e));
+  expect_near_all(y[0], want);
+}
+
+double sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
+
+TEST(OnnxDecomp, LstmUnrolledMatchesRecurrence) {
+  const int64_t T = 3, B = 2, I = 3, H = 5;
+  OneNode n("LSTM", {{"X", F, {T, B, I}}, {"W", F, {1, 4 * H, I}}, {"R", F, {1, 4 * H, H}}, {"Bias", F, {1, 8 * H}}},
+            {"Y", "Y_h", "Y_c"});
+  n.attr("hidden_size", H);
+  HostTensor x = HostTensor::random(DType::F32, {T, B, I}, 6), w = HostTensor::random(DType::F32, {1, 4 * H, I}, 7);
+  HostTensor r = HostTensor::random(DType::F32, {1, 4 * H, H}, 8), bias = HostTensor::random(DType::F32, {1, 8 * H}, 9);
+  auto out = n.run({x, w, r, bias});
+  ASSERT_EQ(out[0].shape(), (std::vector<int64_t>{T, 1, B, H}));
+  std::vector<double> h(size_t(B * H), 0.0), cs(size_t(B * H), 0.0), ys;
+  for (int64_t t = 0; t < T; ++t) {
+    std::vector<double> nh(h.size()), nc(h.size());
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t j = 0; j < H; ++j) {
+        double g[4];  // i, o, f, c
+        for (int q = 0; q < 4; ++q) {
+          int64_t row = q * H + j;
+          double s = bias.get_f64(row) + bias.get_f64(4 * H + row);
+          for (int64_t k = 0; k < I; ++k) s += x.get_f64((t * B + b) * I + k) * w.get_f64(row * I + k);
+          for (int64_t k = 0; k < H; ++k) s += h[size_t(b * H + k)] * r.get_f64(row * H + k);
+          g[q] = s;
+        }
+        double c = sigmoid(g[2]) * cs[size_t(b * H + j)] + sigmoid(g[0]) * std::tanh(g[3]);
+        nc[size_t(b * H + j)] = c;
+        nh[size_t(b * H + j)] = sigmoid(g[1]) * std::tanh(c);
+      }
+    h = nh;
+    cs = nc;
+    ys.insert(ys.end(), h.begin(), h.end());
+  }
+  expect_near_all(out[0], ys);
+  expect_near_all(out[1], h);
+  expect_near_all(out[2], cs);
+}
+
+TEST(OnnxDecomp, GridSampleBilinearZerosMatchesFormula) {
+  const int64_t N = 1, C = 2, Hi = 3, Wi = 5, Ho = 2, Wo = 3;
+  OneNode n("GridSample", {{"X", F, {N, C, Hi, Wi}}, {"G", F, {N, Ho, Wo, 2}}}, {"Y"}, 16);
+  n.attr("mode", std::string("bilinear"));
+  HostTensor x = HostTensor::random(DType::F32, {N, C, Hi, Wi}, 10);
+  HostTensor g = HostTensor::random(DType::F32, {N, Ho, Wo, 2}, 11, -1.2, 1.2);  // some taps outside
+  auto y = n.run({x, g});
+  std::vector<double> want;
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t p = 0; p < Ho * Wo; ++p) {
+      double fx = ((g.get_f64(2 * p) + 1) * Wi - 1) / 2, fy = ((g.get_f64(2 * p + 1) + 1) * Hi - 1) / 2;
+      double x0 = std::floor(fx), y0 = std::floor(fy), s = 0;
+      for (int dy = 0; dy < 2; ++dy)
+        for (int dx = 0; dx < 2; ++dx) {
+          int64_t xi = int64_t(x0) + dx, yi = int64_t(y0) + dy;
+          if (xi < 0 || xi >= Wi || yi < 0 || yi >= Hi) continue;
+          double wgt = (dx ? fx - x0 : 1 - (fx - x0)) * (dy ? fy - y0 : 1 - (fy - y0));
+          s += wgt * x.get_f64((c * Hi + yi) * Wi + xi);
+        }
+      want.push_back(s);
+    }
+  expect_near_all(y[0], want);
+}
+
+TEST(OnnxDecomp, DftMatchesDirectSum) {
+  const int64_t L = 7;
+  OneNode n("DFT", {{"x", F, {2, L, 2}}}, {"y"}, 17);
+  n.attr("axis", int64_t(1));
+  n.attr("onesided", int64_t(1));
+  HostTensor x = HostTensor::random(DType::F32, {2, L, 2}, 12);
+  auto y = n.run({x});
+  ASSERT_EQ(y[0].shape(), (std::vector<int64_t>{2, L / 2 + 1, 2}));
+  std::vector<double> want;
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t k = 0; k <= L / 2; ++k) {
+      double re = 0, im = 0;
+      for (int64_t t = 0; t < L; ++t) {
+        double a = -2 * M_PI * double(k * t) / double(L), xr = x.get_f64((b * L + t) * 2), xi = x.get_f64((b * L + t) * 2 + 1);
+        re += xr * std::cos(a) - xi * std::sin(a);
+        im += xr * std::sin(a) + xi * std::cos(a);
+      }
+      want.push_back(re);
+      want.push_back(im);
+    }
+  expect_near_all(y[0], want);
+}
+
+TEST(OnnxDecomp, Col2ImMatchesAccumulation) {
+  const int64_t C = 2, kh = 2, kw = 3, H = 5, W = 6, s = 2;
+  const int64_t bh = (H - kh) / s + 1, bw = (W - kw) / s + 1;
+  OneNode n("Col2Im", {{"x", F, {1, C * kh * kw, bh * bw}}, {"img", I64, {2}}, {"blk", I64, {2}}}, {"y"});
+  n.attr("strides", std::vector<int64_t>{s, s});
+  HostTensor x = HostTensor::random(DType::F32, {1, C * kh * kw, bh * bw}, 13);
+  HostTensor img = ints({2}, {H, W}), blk = ints({2}, {kh, kw});
+  auto y = n.run({x, img, blk}, {{"img", img}, {"blk", blk}});
+  std::vector<double> want(size_t(C * H * W), 0.0);
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t i = 0; i < kh; ++i)
+      for (int64_t j = 0; j < kw; ++j)
+        for (int64_t by = 0; by < bh; ++by)
+          for (int64_t bx = 0; bx < bw; ++bx)
+            want[size_t((c * H + by * s + i) * W + bx * s + j)] += x.get_f64(((c * kh + i) * kw + j) * bh * bw + by * bw + bx);
+  expect_near_all(y[0], want);
+}
+
+TEST(OnnxDecomp, MaxPool3dSeparableMatchesBoxMax) {
+  const int64_t C = 2, D = 5, H = 4, W = 7;
+  OneNode n("MaxPool", {{"x", F, {1, C, D, H, W}}}, {"y"});
+  n.attr("kernel_shape", std::vector<int64_t>{2, 3, 2});
+  n.attr("strides", std::vector<int64_t>{2, 1, 2});
+  n.attr("dilations", std::vector<int64_t>{1, 1, 2});
+  n.attr("pads", std::vector<int64_t>{1, 0, 1, 0, 1, 0});
+  HostTensor x = HostTensor::random(DType::F32, {1, C, D, H, W}, 14);
+  auto y = n.run({x});
+  const int64_t Do = (D + 1 - 2) / 2 + 1, Ho = (H + 1 - 3) / 1 + 1, Wo = (W + 1 - 3) / 2 + 1;
+  ASSERT_EQ(y[0].shape(), (std::vector<int64_t>{1, C, Do, Ho, Wo}));
+  std::vector<double> want;
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t od = 0; od < Do; ++od)
+      for (int64_t oh = 0; oh < Ho; ++oh)
+        for (int64_t ow = 0; ow < Wo; ++ow) {
+          double m = -INFINITY;
+          for (int64_t a = 0; a < 2; ++a)
+            for (int64_t b = 0; b < 3; ++b)
+              for (int64_t e = 0; e < 2; ++e) {
+                int64_t d = od * 2 - 1 + a, h = oh + b, w = ow * 2 - 1 + 2 * e;
+                if (d >= 0 && d < D && h < H && w >= 0 && w < W) m = std::max(m, x.get_f64(((c * D + d) * H + h) * W + w));
+              }
+          want.push_back(m);
+        }
+  expect_near_all(y[0], want);
+}
+
+TEST(OnnxDecomp, MalformedNodesNameTheNode) {
+  {
+    OneNode n("ScatterND", {{"d", F, {4, 3}}, {"i", I64, {2, 1}}, {"u", F, {2, 4}}}, {"y"});
+    std::string e = n.import_error();
+    EXPECT_NE(e.find("the_ScatterND"), std::string::npos) << e;
+    EXPECT_NE(e.find("updates"), std::string::npos) << e;
+  }
+  {
+    OneNode n("GridSample", {{"X", F, {1, 1, 3, 3}}, {"G", F, {1, 2, 2, 2}}}, {"Y"});
+    n.attr("mode", std::string("quadratic"));
+    std::string e = n.import_error();
+    EXPECT_NE(e.find("the_GridSample"), std::string::npos) << e;
+    EXPECT_NE(e.find("quadratic"), std::string::npos) << e;
+  }
+  {
+    OneNode n("LSTM", {{"X", F, {2, 1, 3}}, {"W", F, {1, 8, 3}}, {"R", F, {1, 8, 2}}}, {"Y"});
+    n.attr("hidden_size", int64_t(3));  // W should be [1, 12, 3]
+    std::string e = n.import_error();
+    EXPECT_NE(e.find("the_LSTM"), std::string::npos) << e;
+    EXPECT_NE(e.find("W must be"), std::string::npos) << e;
+  }
+  {
+    OneNode n("DFT", {{"x", F, {4, 3}}}, {"y"}, 17);  // last dim must be 1 or 2
+    std::string e = n.import_error();
+    EXPECT_NE(e.find("the_DFT"), std::string::npos) << e;
+    EXPECT_NE(e.find("last dim"), std::string::npos) << e;
+  }
+  {
+    OneNode n("GatherND", {{"d", F, {2, 3}}, {"i", I64, {2, 3}}}, {"y"});  // 3 > rank 2
+    std::string e = n.import_error();
+    EXPECT_NE(e.find("the_GatherND"), std::string::npos) << e;
+  }
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,226 @@
+// kiln-gpu-bench: the issue-#7 workloads through kiln::compile_cuda on the GPU — softmax and
+// layer_norm rows, gelu(x@W+b) against the bare cuBLASLt GEMM, a GPT-2-medium-sized block at
+// B=1/T=1 and B=8/T=1024 with CUDA graphs, and the host cost of one unfused launch (the eager
+// dispatch figure). Medians of event-timed repeats; JSON for bench/results. Why: one binary in the
+// GPU bundle measures everything in the same call as the PyTorch peers (bench/gpu_peers.py).
+//   usage: kiln-gpu-bench [--json FILE] [--quick]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kiln/cuda.h"
+#include "kiln/demo.h"
+#include "kiln/error.h"
+#include "kiln/trace.h"
+#include "runtime/cuda/cublaslt_matmul.h"
+#include "runtime/cuda/cuda_device.h"
+#include "runtime/cuda/cuda_executable.h"
+
+using namespace kiln;
+
+namespace {
+
+struct Results {
+  std::vector<std::pair<std::string, std::string>> json;  // key -> JSON value text
+  void add(const std::string& key, const std::string& value) {
+    json.push_back({key, value});
+    std::cout << key << ": " << value << std::endl;
+  }
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Median over `reps` of the event-timed duration of `fn` (ms); `warm` untimed calls first.
+template <typename F>
+double time_ms(const cuda::Stream& stream, F fn, int warm = 3, int reps = 20) {
+  for (int i = 0; i < warm; ++i) fn();
+  stream.synchronize();
+  std::vector<double> ts;
+  for (int i = 0; i < reps; ++i) {
+    cuda::Event a, b;
+    a.record(stream);
+    fn();
+    b.record(stream);
+    b.synchronize();
+    ts.push_back(b.elapsed_ms_since(a));
+  }
+  return median(ts);
+}
+
+Shape static_shape(const std::vector<int64_t>& d) {
+  Shape s;
+  for (int64_t x : d) s.push_back(SymInt(x));
+  return s;
+}
+
+cuda::CudaExecutable& as_cuda(const std::shared_ptr<Executable>& e) { return dynamic_cast<cuda::CudaExecutable&>(*e); }
+
+std::string fixed(double v, int digits = 4) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+void rows(Results& r, bool quick) {
+  std::vector<std::pair<int64_t, int64_t>> shapes = {{32768, 4096}, {4096, 32768}, {512, 262144}};
+  if (quick) shapes = {{1024, 4096}};
+  for (auto [rows, cols] : shapes) {
+    for (const char* which : {"softmax", "layernorm"}) {
+      Graph g(which);
+      Value* x = g.add_input("x", TensorType{DType::BF16, static_shape({rows, cols}), Device::CPU});
+      Value* y;
+      if (std::string(which) == "softmax") {
+        y = g.add(Op::Softmax, {x});
+      } else {
+        Value* w = g.add_input("w", TensorType{DType::BF16, static_shape({cols}), Device::CPU});
+        y = g.add(Op::LayerNorm, {x, w, w});
+      }
+      g.set_outputs({y});
+      auto exe = compile_cuda(g);
+      auto& cx = as_cuda(exe);
+      std::vector<HostTensor> in = {HostTensor::random(DType::BF16, {rows, cols}, 1)};
+      if (g.inputs().size() == 2) in.push_back(HostTensor::random(DType::BF16, {cols}, 2, 0.5, 1.5));
+      cx.bind(in);
+      double ms = time_ms(*cx.stream_, [&] { cx.launch(); });
+      double bytes = 2.0 * double(rows) * double(cols) * 2;
+      r.add(str(which, "_", rows, "x", cols),
+            str("{\"ms\": ", fixed(ms), ", \"TBps\": ", fixed(bytes / ms / 1e9, 3), ", \"kernels\": ", cx.launches_per_run(), "}"));
+    }
+  }
+}
+
+void gelu_linear(Results& r, bool quick, bool tanh_form) {
+  int64_t m = quick ? 2048 : 16384, k = 4096, n = 4096;
+  Graph g("gelu_linear");
+  Value* x = g.add_input("x", TensorType{DType::BF16, static_shape({m, k}), Device::CPU});
+  Value* w = g.add_input("w", TensorType{DType::BF16, static_shape({k, n}), Device::CPU});
+  Value* b = g.add_input("b", TensorType{DType::BF16, static_shape({n}), Device::CPU});
+  Value* y = g.add(Op::Gelu, {g.add(Op::Add, {g.add(Op::MatMul, {x, w}), b})},
+                   {{"approximate", std::string(tanh_form ? "tanh" : "none")}});
+  g.set_outputs({y});
+  auto exe = compile_cuda(g);
+  auto& cx = as_cuda(exe);
+  cx.bind({HostTensor::random(DType::BF16, {m, k}, 1), HostTensor::random(DType::BF16, {k, n}, 2, -0.02, 0.02),
+           HostTensor::random(DType::BF16, {n}, 3)});
+  double kiln_ms = time_ms(*cx.stream_, [&] { cx.launch(); });
+  // The bare GEMM and cuBLASLt's own fused GELU+bias epilogue, on the same sizes.
+  cuda::Stream& s = *cx.stream_;
+  auto dx = cuda::DeviceTensor::empty(DType::BF16, {m, k}, s), dw = cuda::DeviceTensor::empty(DType::BF16, {k, n}, s);
+  auto db = cuda::DeviceTensor::empty(DType::BF16, {n}, s), dy = cuda::DeviceTensor::empty(DType::BF16, {m, n}, s);
+  auto ws = cuda::DeviceTensor::empty(DType::U8, {int64_t(cuda::LtMatmul::kWorkspaceBytes)}, s);
+  dx.fill_bytes(0x3c, s), dw.fill_bytes(0x3c, s), db.fill_bytes(0x3c, s);
+  cuda::LtMatmul bare(m, n, k, DType::BF16, cuda::MatmulEpilogue::None);
+  cuda::LtMatmul fused(m, n, k, DType::BF16, cuda::MatmulEpilogue::GeluBias);
+  double bare_ms = time_ms(s, [&] { bare.run(dx.data(), dw.data(), 0, dy.data(), ws.data(), s); });
+  double fused_ms = time_ms(s, [&] { fused.run(dx.data(), dw.data(), db.data(), dy.data(), ws.data(), s); });
+  r.add(tanh_form ? "gelu_tanh_linear" : "gelu_linear", str("{\"m\": ", m, ", \"kiln_ms\": ", fixed(kiln_ms), ", \"bare_gemm_ms\": ", fixed(bare_ms),
+                           ", \"lt_gelu_bias_epilogue_ms\": ", fixed(fused_ms), ", \"kiln_over_bare\": ", fixed(kiln_ms / bare_ms, 3),
+                           ", \"kernels\": ", cx.launches_per_run(), "}"));
+}
+
+void block(Results& r, int64_t batch, int64_t seq, bool graphs) {
+  demo::BlockConfig cfg{1024, 16, 4096};
+  demo::BlockParams params = demo::make_block_params(cfg, 5, DType::BF16);
+  Tensor example = Tensor::from_host(HostTensor::random(DType::BF16, {batch, seq, 1024}, 9));
+  TracedFunction f = trace([&](const Tensor& x) { return demo::transformer_block(x, params); }, example);
+  CudaCompileOptions opt;
+  opt.use_graphs = graphs;
+  auto t0 = std::chrono::steady_clock::now();
+  auto exe = compile_cuda(f.graph(), opt);
+  double compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  auto& cx = as_cuda(exe);
+  cx.bind({HostTensor::random(DType::BF16, {batch, seq, 1024}, 9)});
+  double ms = time_ms(*cx.stream_, [&] { cx.launch(); }, 3, batch * seq == 1 ? 100 : 20);
+  r.add(str("block_B", batch, "_T", seq, graphs ? "_graphs" : "_nographs"),
+        str("{\"ms\": ", fixed(ms), ", \"us\": ", fixed(ms * 1000, 1), ", \"kernels\": ", cx.stats().kernels_generated,
+            ", \"cublaslt_calls\": ", cx.stats().library_calls, ", \"compile_s\": ", fixed(compile_s, 2), "}"));
+}
+
+// Host time to queue one unfused kernel (no CUDA graph): the eager-dispatch figure.
+void dispatch(Results& r) {
+  const int n = 64;
+  Graph g("tiny_chain");
+  Value* v = g.add_input("x", TensorType{DType::F32, static_shape({16}), Device::CPU});
+  for (int i = 0; i < n; ++i) v = g.add(Op::Add, {v, g.scalar(DType::F32, 1.0)});
+  g.set_outputs({v});
+  CudaCompileOptions opt;
+  opt.base.fuse = false;
+  opt.use_graphs = false;
+  auto exe = compile_cuda(g, opt);
+  auto& cx = as_cuda(exe);
+  cx.bind({HostTensor::random(DType::F32, {16}, 1)});
+  for (int i = 0; i < 5; ++i) cx.launch();
+  cx.synchronize();
+  std::vector<double> per_op;
+  for (int rep = 0; rep < 50; ++rep) {
+    auto t0 = std::chrono::steady_clock::now();
+    cx.launch();
+    double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    per_op.push_back(us / cx.launches_per_run());
+    cx.synchronize();
+  }
+  double host_us = median(per_op);
+  double gpu_ms = time_ms(*cx.stream_, [&] { cx.launch(); });
+  r.add("eager_dispatch", str("{\"host_us_per_op\": ", fixed(host_us, 2), ", \"gpu_us_per_op\": ", fixed(gpu_ms * 1000 / cx.launches_per_run(), 2),
+                              ", \"ops\": ", cx.launches_per_run(), "}"));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string json_path;
+  bool quick = false;
+  std::string only;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--json" && i + 1 < argc) json_path = argv[++i];
+    else if (a == "--quick") quick = true;
+    else if (a == "--only" && i + 1 < argc) only = argv[++i];
+    else {
+      std::cerr << "usage: kiln-gpu-bench [--json FILE] [--quick] [--only rows|gelu|block|dispatch]\n";
+      return 2;
+    }
+  }
+  if (std::string why = cuda_unavailable_reason(); !why.empty()) {
+    std::cerr << "kiln-gpu-bench: no GPU: " << why << "\n";
+    return 77;
+  }
+  Results r;
+  r.add("device", str("\"", cuda::CudaDevice::get().info().name, "\""));
+  auto section = [&](const std::string& name, auto fn) {
+    if (!only.empty() && only != name) return;
+    try {
+      fn();
+    } catch (const std::exception& e) {
+      r.add(name + "_error", str("\"", std::string(e.what()).substr(0, 300), "\""));
+    }
+  };
+  section("dispatch", [&] { dispatch(r); });
+  section("rows", [&] { rows(r, quick); });
+  section("gelu", [&] {
+    gelu_linear(r, quick, false);
+    gelu_linear(r, quick, true);
+  });
+  section("block", [&] {
+    block(r, 1, 1, true);
+    block(r, 1, 1, false);
+    if (!quick) block(r, 8, 1024, true);
+  });
+  if (!json_path.empty()) {
+    std::ofstream out(json_path);
+    out << "{\n";
+    for (size_t i = 0; i < r.json.size(); ++i)
+      out << "  \"" << r.json[i].first << "\": " << r.json[i].second << (i + 1 < r.json.size() ? ",\n" : "\n");
+    out << "}\n";
+  }
+  return 0;
+}

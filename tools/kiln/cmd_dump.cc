@@ -1,0 +1,83 @@
+// `kiln dump [MODEL] --dir D`: every stage on disk: the graph as captured, the IR after every pass
+// (the pass manager's dump_dir / KILN_DUMP mechanism), the compiler's explain report, the Loop IR,
+// the generated source, and Graphviz pictures (graph.dot; fused.dot with groups coloured).
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "commands.h"
+#include "graph_render.h"
+#include "kiln/error.h"
+#include "kiln/passes.h"
+#include "model_source.h"
+#include "progress.h"
+#include "runtime/executable.h"
+
+namespace kiln::cli {
+
+namespace {
+void write(const std::filesystem::path& p, const std::string& text) {
+  std::ofstream out(p, std::ios::trunc);
+  out << text;
+  out.close();
+  KILN_CHECK(out.good(), "kiln dump: cannot write ", p.string());
+}
+}  // namespace
+
+Command add_dump_command(CLI::App& parent) {
+  struct Options {
+    std::string model, dir;
+    std::vector<std::string> dims;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* app = parent.add_subcommand(
+      "dump", "Write the IR after every stage (each pass, Loop IR, generated source) and Graphviz pictures of "
+              "the graph with fused groups coloured into a directory");
+  app->add_option("model", o->model, "An ONNX model (.onnx); none: the built-in transformer block");
+  app->add_option("--dir", o->dir, "The directory to write (created if missing)")->required();
+  app->add_option("--dim", o->dims, "NAME=VALUE: fix a symbolic dim at import");
+  return Command{app, [o](const GlobalOptions& global) {
+                   namespace fs = std::filesystem;
+                   const fs::path dir(o->dir);
+                   std::error_code ec;
+                   fs::create_directories(dir / "passes", ec);
+                   KILN_CHECK(fs::is_directory(dir / "passes"), "--dir ", o->dir, ": cannot create it",
+                              ec ? ": " + ec.message() : "");
+                   ModelSource m = load_model_source(o->model, parse_dims(o->dims), 0);
+                   write(dir / "00-input.kir", print_graph(*m.graph));
+                   write(dir / "graph.dot", m.graph->to_dot());
+                   std::unique_ptr<Graph> g = m.graph->clone();
+                   OptimizeOptions opt;
+                   opt.dump_dir = (dir / "passes").string();
+                   PassStats stats = optimize(*g, opt);
+                   write(dir / "passes.txt", stats.to_string());
+                   write(dir / "optimized.kir", print_graph(*g));
+                   progress("compiling");
+                   CompileOptions copts;
+                   copts.num_threads = global.threads;
+                   auto exe = compile(*g, copts);
+                   progress_done();
+                   const auto& ce = dynamic_cast<const runtime::CompiledExecutable&>(*exe);
+                   write(dir / "lowered.kir", print_graph(*ce.graph));  // after decomposition for fusion
+                   std::string loop_ir;
+                   for (const auto& k : ce.kernels) loop_ir += lower::print_kernel(k.kernel) + "\n";
+                   write(dir / "loop_ir.txt", loop_ir);
+                   write(dir / "kernels.cc", exe->source());
+                   write(dir / "explain.txt", exe->explain());
+                   write(dir / "fused.dot", fused_graph_dot(ce));
+                   size_t pass_files = 0;
+                   for (const auto& e : fs::directory_iterator(dir / "passes")) pass_files += e.is_regular_file();
+                   std::cout << "kiln dump: " << m.label << " -> " << o->dir << "\n"
+                             << "  00-input.kir, graph.dot       the graph as captured/imported\n"
+                             << "  passes/ (" << pass_files << " files)           the IR after every pass run\n"
+                             << "  passes.txt, optimized.kir     pass statistics and the optimised graph\n"
+                             << "  lowered.kir                   after decomposition for fusion\n"
+                             << "  fused.dot                     the graph with one colour per kernel (dot -Tsvg)\n"
+                             << "  loop_ir.txt, kernels.cc       Loop IR and the generated C++\n"
+                             << "  explain.txt                   fusion decisions, memory plan, compiler command\n";
+                   return 0;
+                 }};
+}
+
+}  // namespace kiln::cli

@@ -1,0 +1,50 @@
+// Shared pieces of onnx_conformance: loading one ONNX backend test (model + data sets) and
+// comparing at ONNX's tolerances. Why: the interpreter mode and the --compile mode must load and
+// judge tests identically, so a difference between them is the compiler's, not the harness's.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kiln/graph.h"
+#include "kiln/host_tensor.h"
+
+namespace conformance {
+
+// One test_data_set_N: the graph imported with its input values (static inputs become
+// constants), the feed in graph-input order, and the expected outputs with their names.
+struct DataSet {
+  std::unique_ptr<kiln::Graph> graph;
+  std::vector<kiln::HostTensor> feed;
+  std::vector<kiln::HostTensor> expected;
+  std::vector<std::string> output_names;
+};
+
+// Loads every data set of the test in `dir`. Throws kiln::Error / UnsupportedError like the
+// importer; returns a non-empty `problem` (a FAIL message) for malformed test folders.
+std::vector<DataSet> load_test(const std::filesystem::path& dir, std::string* problem);
+
+// ONNX's default check: |actual - expected| <= atol + rtol * |expected|, NaNs must match.
+// Empty when equal; else a message naming the output and the first bad element.
+std::string compare(const kiln::HostTensor& got, const kiln::HostTensor& want, const std::string& name);
+
+// Compares all outputs of one data set; empty when all match.
+std::string compare_outputs(const std::vector<kiln::HostTensor>& got, const DataSet& ds);
+
+// Verdict lines: "PASS", "FAIL: msg", "UNSUPPORTED: msg".
+std::string run_interpreted(const std::filesystem::path& dir);
+
+// --compile mode: each test the interpreter passes goes through kiln::optimize + kiln::compile
+// (batched into one translation unit per `batch` tests) and is compared at the same tolerances.
+struct CompiledOptions {
+  int jobs = 2, timeout_s = 20, batch = 64;
+  bool verbose = false;
+  std::string report, exceptions_file;  // exceptions: allowed compiled failures
+};
+int run_compiled_mode(const std::vector<std::filesystem::path>& tests, const CompiledOptions& opts);
+
+std::string one_line(std::string s);
+
+}  // namespace conformance
