@@ -20,19 +20,21 @@ for a in "$@"; do
   esac
 done
 rc=0
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv | tee "$out/nvidia-smi.txt"
-.gpu/test_cuda --gtest_brief=1 2>&1 | tail -40 | tee "$out/test_cuda.log"; [ "${PIPESTATUS[0]}" = 0 ] || rc=1
+# Few files: the device tool brings back a limited number. Logs go into one file.
+log="$out/gpu-device.log"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv | tee "$log"
+.gpu/test_cuda --gtest_brief=1 2>&1 | tail -40 | tee -a "$log"; [ "${PIPESTATUS[0]}" = 0 ] || rc=1
 if [ $memcheck = 1 ]; then
   sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-  "$sanitizer" --tool memcheck --leak-check full --error-exitcode 3 \
+  "$sanitizer" --tool memcheck --error-exitcode 3 \
     .gpu/test_cuda --gtest_brief=1 --gtest_filter='CudaCompiled.Row*:CudaCompiled.Bias*:CudaCompiled.Batched*:CudaGpu.*' \
-    > "$out/memcheck.log" 2>&1; echo "memcheck exit $?" | tee -a "$out/memcheck.log"; tail -3 "$out/memcheck.log"
+    > /tmp/memcheck.log 2>&1; echo "memcheck exit $?" >> /tmp/memcheck.log; tail -4 /tmp/memcheck.log | tee -a "$log"
 fi
-.gpu/kiln-gpu-probe --json "$out/gpu-probe.json" 2>&1 | tail -30 | tee "$out/gpu-probe.log"; [ "${PIPESTATUS[0]}" = 0 ] || rc=1
-.gpu/kiln-gpu-bench --json "$out/kiln-gpu-bench.json" 2>&1 | tee "$out/kiln-gpu-bench.log"; [ "${PIPESTATUS[0]}" = 0 ] || rc=1
-.gpu/kiln run --device cuda --check 2>&1 | tail -30 | tee "$out/kiln-run-cuda.log"; [ "${PIPESTATUS[0]}" = 0 ] || rc=1
-.gpu/kiln gap --device cuda --svg "$out/gap-cuda.svg" 2>&1 | tail -20 | tee "$out/kiln-gap-cuda.log"
+.gpu/kiln-gpu-probe --json "$out/gpu-probe.json" 2>&1 | tail -30 | tee -a "$log"; [ "${PIPESTATUS[0]}" = 0 ] || rc=1
+.gpu/kiln-gpu-bench --json "$out/kiln-gpu-bench.json" 2>&1 | tee -a "$log"; [ "${PIPESTATUS[0]}" = 0 ] || rc=1
+.gpu/kiln run --device cuda --check 2>&1 | tail -30 | tee -a "$log"; [ "${PIPESTATUS[0]}" = 0 ] || rc=1
+.gpu/kiln gap --device cuda --svg "$out/gap-cuda.svg" 2>&1 | tail -20 | tee -a "$log"
 if [ $peers = 1 ] && [ -f .peers/gpu_peers.py ] && python3 -c "import torch" 2>/dev/null; then
-  (cd "$out" && OUT="$PWD" timeout 420 python3 "$OLDPWD/.peers/gpu_peers.py" > peers.log 2>&1); tail -25 "$out/peers.log"
+  (cd "$out" && OUT="$PWD" timeout 420 python3 "$OLDPWD/.peers/gpu_peers.py" > /tmp/peers.log 2>&1); grep -v "^ \|AUTOTUNE\|strides\|dtypes\|Autotune\|^{" /tmp/peers.log | tail -25 | tee -a "$log"
 fi
 exit $rc

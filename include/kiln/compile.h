@@ -12,6 +12,7 @@
 #include "kiln/graph.h"
 #include "kiln/host_tensor.h"
 #include "kiln/scoreboard.h"
+#include "kiln/trace.h"
 
 namespace kiln {
 
@@ -72,6 +73,11 @@ std::shared_ptr<Executable> compile(const Graph& g, const CompileOptions& option
 // start-up cost dominates tiny graphs; tests that compile hundreds of graphs batch them.
 std::vector<std::shared_ptr<Executable>> compile_batch(const std::vector<const Graph*>& graphs,
                                                        const CompileOptions& options = {});
+
+// An executor for kiln::trace (TraceOptions::executor) that compiles each new trace once, when
+// it is made, and runs the Executable on every call. Why: traced C++ functions reach the compiled
+// path through the same seam as the interpreter; its name() is "compiled".
+ExecutorFactory compiled_executor(const CompileOptions& options = {});
 
 // The directory the compile cache uses for these options.
 std::string compile_cache_dir(const CompileOptions& options = {});

@@ -295,6 +295,26 @@ std::shared_ptr<Executable> link_prebuilt(const Graph& g, const CompileOptions& 
 }
 }  // namespace runtime
 
+namespace {
+
+class CompiledTraceExecutor : public Executor {
+ public:
+  CompiledTraceExecutor(const Graph& g, const CompileOptions& options) : exe_(compile(g, options)) {}
+  std::string name() const override { return "compiled"; }
+  std::vector<HostTensor> run(const std::vector<HostTensor>& inputs) override { return exe_->run(inputs); }
+
+ private:
+  std::shared_ptr<Executable> exe_;
+};
+
+}  // namespace
+
+ExecutorFactory compiled_executor(const CompileOptions& options) {
+  return [options](const Graph& g) -> std::unique_ptr<Executor> {
+    return std::make_unique<CompiledTraceExecutor>(g, options);
+  };
+}
+
 std::shared_ptr<Executable> compile(const Graph& g, const CompileOptions& options) {
   return compile_all({&g}, options).at(0);
 }

@@ -95,7 +95,7 @@ std::string formula(const Scalar& s, const std::vector<std::string>& a) {
     case Op::Reciprocal: return str("(", T, "(1) / ", a[0], ")");
     case Op::Tanh: return call("std::tanh");
     case Op::Sigmoid: return str("(", T, "(1) / (", T, "(1) + kiln_exp(-", a[0], ")))");
-    case Op::Erf: return call("std::erf");
+    case Op::Erf: return call("kiln_erf");  // vectorisable on float (c_prelude.cc)
     case Op::Relu: return fl ? call("kiln_relu") : str("(", a[0], " > 0 ? ", a[0], " : ", T, "(0))");
     case Op::Gelu:  // vectorisable forms in c_prelude.cc
       if (s.attrs.get_string("approximate") == "tanh") return call("kiln_gelu_tanh");

@@ -3,6 +3,7 @@
 // or per row with the row's loops strided over the block's threads (row reductions).
 #include "codegen/cuda/cuda_emitter.h"
 
+#include <algorithm>
 #include <set>
 #include <sstream>
 
@@ -114,8 +115,9 @@ struct Printer {
         line(depth, str(ct(a->dtype), " ", a->name, before, " = ", a->name, ";"));
         line(depth, str(a->name, " = ", c_accumulator_identity(a->dtype, a->fold), ";"));
       }
+      line(depth, "#pragma unroll 4");
       line(depth, str("for (", idx, " ", st.var, " = threadIdx.x; ", st.var, " < ", c_index_expression(st.extent), "; ",
-                      st.var, " += blockDim.x) {"));
+                      st.var, " += kiln_block) {"));
       emit_sequential(st.body, depth + 1);
       line(depth, "}");
       for (const Stmt* a : accs) {
@@ -162,9 +164,21 @@ struct Printer {
     }
     out.mapping = contains_loop(*inner) ? GridMapping::kRowBlock : GridMapping::kPointwise;
     for (const Stmt* l : nest) out.outer_extents.push_back(l->extent);
-    if (out.mapping == GridMapping::kRowBlock)
-      for (const Stmt& st : *inner)
-        if (st.kind == Stmt::kFor) out.row_extents.push_back(st.extent);
+    if (out.mapping == GridMapping::kRowBlock) {
+      int64_t widest = 1;
+      bool known = true;
+      for (const Stmt& st : *inner) {
+        if (st.kind != Stmt::kFor) continue;
+        out.row_extents.push_back(st.extent);
+        if (st.extent.is_constant()) widest = std::max(widest, st.extent.constant());
+        else known = false;
+      }
+      // A power of two from one warp up to 512 threads covering the row (1024 for very long rows).
+      int threads = 32;
+      while (threads < widest && threads < 512) threads *= 2;
+      if (!known || widest >= 65536) threads = known ? 1024 : 256;
+      out.block_threads = threads;
+    }
 
     os << "// " << k.name << ": " << k.source_ops.size() << " ops fused:";
     for (const auto& op : k.source_ops) os << " " << op;
@@ -191,6 +205,7 @@ struct Printer {
     } else {
       // The row loop's bound is the same for every thread of a block, so the block-wide
       // reductions inside are reached by all of them.
+      line(1, str("constexpr int kiln_block = ", out.block_threads, ";  // launched with exactly this many threads"));
       line(1, str("for (", idx, " kiln_row = blockIdx.x; kiln_row < kiln_points; kiln_row += gridDim.x) {"));
       decode(nest, "kiln_row", 2);
       emit_row(*inner, 2);

@@ -29,6 +29,9 @@ struct CudaKernelSource {
   GridMapping mapping = GridMapping::kPointwise;
   std::vector<lower::Index> outer_extents;  // loops mapped to the grid; their product = points/rows
   std::vector<lower::Index> row_extents;    // kRowBlock: extents of the loops threads share
+  // kRowBlock: the block size the kernel was written for (its loops stride by this constant, so
+  // static trip counts unroll); the launcher must use exactly this many threads.
+  int block_threads = 0;
 };
 
 // Device helpers every CUDA translation unit starts with: fixed-width integer types, the same

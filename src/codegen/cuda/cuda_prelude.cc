@@ -103,6 +103,8 @@ __device__ inline uint16_t kiln_f2b(float f) {
 }
 __device__ inline float kiln_exp(float x) { return ::expf(x); }
 __device__ inline double kiln_exp(double x) { return ::exp(x); }
+__device__ inline float kiln_erf(float x) { return ::erff(x); }  // the shared emitter writes kiln_erf
+__device__ inline double kiln_erf(double x) { return ::erf(x); }
 __device__ inline float kiln_gelu(float x) { return 0.5f * x * (1.0f + ::erff(x * 0.707106781186547524f)); }
 __device__ inline double kiln_gelu(double x) { return 0.5 * x * (1.0 + ::erf(x / 1.4142135623730951)); }
 template <typename T> __device__ inline T kiln_gelu_tanh(T x) {

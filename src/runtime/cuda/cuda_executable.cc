@@ -10,6 +10,7 @@
 #include <optional>
 #include <sstream>
 
+#include "kernels/cpu/eager.h"
 #include "kiln/error.h"
 #include "kiln/interp.h"
 #include "runtime/compile_cache.h"
@@ -110,6 +111,14 @@ std::optional<EpilogueMatch> match_epilogue(const Node& matmul, const runtime::C
   return m;
 }
 
+bool cuda_matmul_batch_supported(std::vector<int64_t> as, std::vector<int64_t> bs) {
+  if (as.size() == 1) as.insert(as.begin(), 1);
+  if (bs.size() == 1) bs.push_back(1);
+  if (as.size() < 2 || bs.size() < 2) return false;
+  int64_t batch_a = product(as, 0, as.size() - 2), batch_b = product(bs, 0, bs.size() - 2);
+  return batch_a == 1 || batch_b == 1 || std::equal(as.begin(), as.end() - 2, bs.begin(), bs.end() - 2);
+}
+
 struct CudaExecutable::Binding {
   std::map<std::string, int64_t> dims;      // graph symbols
   std::map<std::string, int64_t> kernel_dims;  // s0, s1, ...
@@ -149,11 +158,38 @@ CudaExecutable::Binding& CudaExecutable::binding_for(const std::vector<HostTenso
   b->workspace = DeviceTensor::empty(DType::U8, {int64_t(LtMatmul::kWorkspaceBytes)}, *stream_);
   const int sms = CudaDevice::get(options.device).info().multiprocessors;
 
+  std::map<const Value*, HostTensor> host_values;
   for (size_t step_index = 0; step_index < lowered->steps.size(); ++step_index) {
     const runtime::Step& step = lowered->steps[step_index];
     StepPlan plan;
     plan.library = step.library;
     plan.skipped = skipped_steps_.count(step_index) != 0;
+    if (host_steps_.count(step_index)) {
+      // Shape arithmetic (shape_of, and library ops over shapes and constants): its values are
+      // known once the dims are, so it runs here on the CPU, once per binding, and is uploaded.
+      const Node& n = *step.node;
+      std::vector<HostTensor> produced;
+      if (n.op == Op::ShapeOf) {
+        std::vector<int64_t> shape = eval_shape(n.inputs[0]->type.shape, dims);
+        HostTensor t = HostTensor::zeros(n.outputs[0]->type.dtype, {int64_t(shape.size())});
+        for (size_t i = 0; i < shape.size(); ++i) t.set_f64(int64_t(i), double(shape[i]));
+        produced.push_back(t);
+      } else {
+        std::vector<HostTensor> in;
+        for (const Value* v : n.inputs) {
+          const Value* root = lowered->schedule.buffer_of(v);
+          HostTensor t = root->producer && root->producer->op == Op::Constant ? root->producer->attrs.get_tensor("value")
+                                                                              : host_values.at(root);
+          in.push_back(root == v ? t : t.reshaped(eval_shape(v->type.shape, dims)));
+        }
+        produced = eager::run_op(n.op, eager::bind_shape_attrs(n.attrs, dims), in);
+      }
+      for (size_t i = 0; i < produced.size(); ++i) {
+        host_values[n.outputs[i]] = produced[i];
+        b->buffers.at(n.outputs[i]).copy_from_host(produced[i], *stream_);
+      }
+      plan.skipped = true;
+    }
     if (plan.skipped) {
       b->steps.push_back(std::move(plan));
       continue;
@@ -203,12 +239,7 @@ CudaExecutable::Binding& CudaExecutable::binding_for(const std::vector<HostTenso
         plan.shape.block_x = unsigned(threads);
         plan.shape.grid_x = unsigned(std::clamp<int64_t>((points + threads - 1) / threads, 1, int64_t(sms) * 16));
       } else {
-        int64_t widest = 1;
-        for (const auto& e : ks.row_extents) widest = std::max(widest, e.evaluate(b->kernel_dims));
-        int64_t threads = 32;
-        while (threads < widest && threads < 512) threads *= 2;
-        if (widest >= 65536) threads = 1024;
-        plan.shape.block_x = unsigned(threads);
+        plan.shape.block_x = unsigned(ks.block_threads);  // the kernel's loops stride by exactly this
         plan.shape.grid_x = unsigned(std::clamp<int64_t>(points, 1, int64_t(sms) * 32));
       }
     }
@@ -394,11 +425,28 @@ std::shared_ptr<Executable> compile_cuda(const Graph& g, const CudaCompileOption
   prepare_graph_for_cuda(*prepared);
   exe->lowered = runtime::lower_for_target(*prepared, options.base, "kiln_cu_");
   const runtime::CompiledExecutable& low = *exe->lowered;
+  std::set<const Value*> host_values;
   for (const runtime::Step& step : low.steps) {
     if (!step.library) continue;
     const Node& n = *step.node;
+    // Host steps: shape_of, and non-matmul library ops whose operands are all constants or
+    // host-step results (the shape arithmetic of symbolic dims).
+    bool on_host = n.op == Op::ShapeOf;
+    if (!on_host && n.op != Op::MatMul) {
+      on_host = true;
+      for (const Value* v : n.inputs) {
+        const Value* root = low.schedule.buffer_of(v);
+        bool constant = root->producer && root->producer->op == Op::Constant;
+        on_host &= constant || host_values.count(root) != 0;
+      }
+    }
+    if (on_host) {
+      exe->host_steps_.insert(size_t(&step - low.steps.data()));
+      for (const Value* out : n.outputs) host_values.insert(out);
+      continue;
+    }
     KILN_CHECK(n.op == Op::MatMul, n.describe(), ": the CUDA backend has no kernel for op '", op_name(n.op),
-               "' (library calls on CUDA: matmul)");
+               "' (library calls on CUDA: matmul; shape_of is computed on the host)");
     KILN_CHECK(supported_matmul_dtype(n.outputs[0]->type.dtype), n.describe(), ": CUDA matmul supports f32, f16 and bf16, not ",
                dtype_name(n.outputs[0]->type.dtype));
   }

@@ -28,6 +28,10 @@ struct EpilogueMatch {
   const Value* out = nullptr;
 };
 
+// Whether cuBLASLt can run a matmul of these (static) operand shapes: equal batch dims, or one
+// side without batch (numpy broadcasting of a single matrix), or 1-D operands.
+bool cuda_matmul_batch_supported(std::vector<int64_t> a, std::vector<int64_t> b);
+
 // Rewrites what the GPU has no kernel for into what it has (split -> slices, which are views).
 void prepare_graph_for_cuda(Graph& g);
 
@@ -47,7 +51,7 @@ class CudaExecutable : public Executable {
   void synchronize() const { stream_->synchronize(); }
   std::vector<HostTensor> outputs();
   // Kernel launches (and library calls) one run queues.
-  int launches_per_run() const { return int(lowered->steps.size()); }
+  int launches_per_run() const { return int(lowered->steps.size() - skipped_steps_.size() - host_steps_.size()); }
 
   // Filled by compile_cuda.
   std::shared_ptr<runtime::CompiledExecutable> lowered;  // schedule, Loop IR, slots
@@ -63,6 +67,7 @@ class CudaExecutable : public Executable {
   std::map<size_t, EpilogueMatch> epilogues_;
   std::map<size_t, size_t> epilogue_into_;
   std::set<size_t> skipped_steps_;
+  std::set<size_t> host_steps_;  // shape arithmetic: computed on the CPU at bind time, no launch
 
  private:
   struct Binding;  // buffers, matmul plans and the captured graph for one set of dims

@@ -108,5 +108,32 @@ TEST(VectorExp, GeluBothFormsAreRelativelyAccurateIncludingTheNegativeTail) {
   }
 }
 
+TEST(VectorExp, ErfIsWithinAFewUlpOfLibmIncludingTinyInputs) {
+  std::vector<float> xs = {0.0f, -0.0f, 1e-30f, -1e-20f, 1e-8f, 0.4999f, 0.5f, 0.5001f, 9.0f, -9.0f, 30.0f};
+  for (int i = -120000; i <= 120000; ++i) xs.push_back(float(i) * 1e-4f);
+  const int64_t n = int64_t(xs.size());
+  Graph g("erf");
+  Value* x = g.add_input("x", f32({n}));
+  g.set_outputs({g.add(Op::Erf, {x})});
+  HostTensor in = HostTensor::empty(DType::F32, {n});
+  std::copy(xs.begin(), xs.end(), in.data<float>());
+  auto exe = compile(g, test_options());
+  const std::string& src = exe->source();
+  ASSERT_EQ(src.find("std::erf", src.find("extern \"C\"")), std::string::npos) << "kernels must not call libm's erf";
+  HostTensor out = exe->run({in})[0];
+  double worst = 0;
+  float worst_x = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double exact = std::erf(double(xs[size_t(i)]));
+    if (exact == 0) {
+      EXPECT_EQ(out.data<float>()[i], 0.0f);
+      continue;
+    }
+    double rel = std::fabs(out.data<float>()[i] - exact) / std::fabs(exact);
+    if (rel > worst) worst = rel, worst_x = xs[size_t(i)];
+  }
+  EXPECT_LT(worst, 1e-6) << "worst at x = " << worst_x;
+}
+
 }  // namespace
 }  // namespace kiln::testing

@@ -24,8 +24,11 @@ namespace {
 // Samples whose lowering needs only generated kernels and float matmuls: what the CUDA backend runs.
 bool runs_on_cuda(const runtime::CompiledExecutable& low) {
   for (const auto& step : low.steps) {
-    if (!step.library) continue;
+    if (!step.library || step.node->op == Op::ShapeOf) continue;
     if (step.node->op != Op::MatMul) return false;
+    if (!cuda::cuda_matmul_batch_supported(step.node->inputs[0]->type.static_shape(),
+                                           step.node->inputs[1]->type.static_shape()))
+      return false;
     DType t = step.node->outputs[0]->type.dtype;
     if (t != DType::F32 && t != DType::F16 && t != DType::BF16) return false;
   }
