@@ -51,4 +51,10 @@ void batch_norm_training(NodeCtx& c);
 // 3-D MaxPool / AveragePool (ops_vision.cc) as a 2-D pool over (H, W) then one over D.
 void pool3d(NodeCtx& c, bool is_max);
 
+// AveragePool with dilations (ops_vision.cc): one constant averaging matrix per spatial axis.
+void avg_pool_dilated(NodeCtx& c);
+
+// A constant [out, in] (row-major) matrix applied along `axis` of x (ops_vision.cc).
+Value* apply_axis_matrix(NodeCtx& c, Value* x, int axis, int64_t out, const std::vector<double>& m);
+
 }  // namespace kiln::onnx_import

@@ -152,6 +152,11 @@ void conv_transpose(NodeCtx& c) {
 
 void pool(NodeCtx& c, bool is_max) {
   Value* x = c.input(0);
+  auto dil = c.attr_ints("dilations");
+  if (!is_max && std::any_of(dil.begin(), dil.end(), [](int64_t d) { return d != 1; })) {
+    avg_pool_dilated(c);  // ops_vision.cc: per-axis averaging matrices
+    return;
+  }
   if (is_max && c.wants_output(1)) c.unsupported("MaxPool's Indices output is not supported");
   if (x->type.rank() == 5) {
     pool3d(c, is_max);  // ops_vision.cc: two 2-D pools

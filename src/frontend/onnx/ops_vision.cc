@@ -2,6 +2,7 @@
 // AffineGrid (a matmul with a constant coordinate grid), Col2Im (a grouped transposed convolution
 // with one-hot kernels), LpPool (a depthwise convolution of |x|^p) and Upsample (Resize). Why: each
 // is exact in existing ops, so no new op rows, kernels or backend work are needed.
+#include <algorithm>
 #include <cmath>
 
 #include "frontend/onnx/build_helpers.h"
@@ -314,6 +315,96 @@ void pool3d(NodeCtx& c, bool is_max) {
   auto ys = static_shape_of(c, y, "pooled");
   y = c.emit(op, {c.reshape(y, {xs[0], xs[1], xs[2], ys[2] * ys[3]})}, d);
   c.set_output(0, c.reshape(y, {xs[0], xs[1], static_dim(c, y, 2, "pooled"), ys[2], ys[3]}));
+}
+
+// Why: a separable per-axis linear map (pool weights, resize filters) is one matmul with a constant
+// [out, in] matrix on x reshaped to [pre, in, post]; m is row-major [out, in].
+Value* apply_axis_matrix(NodeCtx& c, Value* x, int axis, int64_t out, const std::vector<double>& m) {
+  auto xs = static_shape_of(c, x, "input");
+  int64_t in = xs[size_t(axis)], pre = 1, post = 1;
+  for (int i = 0; i < axis; ++i) pre *= xs[size_t(i)];
+  for (size_t i = size_t(axis) + 1; i < xs.size(); ++i) post *= xs[i];
+  Value* w = const_of(c, x->type.dtype, {out, in}, m);
+  Value* y = c.emit(Op::MatMul, {w, c.reshape(x, {pre, in, post})});
+  xs[size_t(axis)] = out;
+  return c.reshape(y, dims(xs));
+}
+
+// Resolved window of one spatial axis of a pool, following the ONNX reference (op_pool_common.py).
+struct PoolAxis {
+  int64_t in, k, s, d, pb, pe, out, shift;  // shift: begin pad plus the reference's ceil-mode extra
+};
+
+// Why: AveragePool with dilations and MaxPool's Indices both need the reference's exact windows
+// (auto_pad, ceil_mode, and its quirk of putting half the ceil-mode extra padding at the start).
+std::vector<PoolAxis> pool_axes(NodeCtx& c, const std::vector<int64_t>& xs) {
+  int S = int(xs.size()) - 2;
+  if (S < 1 || S > 3) c.fail("input must be [N, C, spatial...] with 1 to 3 spatial dims");
+  auto kernel = c.attr_ints("kernel_shape");
+  auto strides = c.attr_ints("strides", std::vector<int64_t>(size_t(S), 1));
+  auto dil = c.attr_ints("dilations", std::vector<int64_t>(size_t(S), 1));
+  auto pads = c.attr_ints("pads", std::vector<int64_t>(size_t(2 * S), 0));
+  if (int(kernel.size()) != S || int(strides.size()) != S || int(dil.size()) != S || int(pads.size()) != 2 * S)
+    c.fail("kernel_shape, strides, dilations and pads must match the spatial rank");
+  std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
+  bool ceil = c.attr_int("ceil_mode", 0) != 0;
+  std::vector<PoolAxis> axes;
+  for (int i = 0; i < S; ++i) {
+    size_t u = size_t(i);
+    PoolAxis a{xs[u + 2], kernel[u], strides[u], dil[u], pads[u], pads[u + size_t(S)], 0, 0};
+    if (a.k < 1 || a.s < 1 || a.d < 1 || a.pb < 0 || a.pe < 0) c.fail("kernel_shape, strides and dilations must be positive, pads non-negative");
+    int64_t span = a.d * (a.k - 1) + 1;
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      int64_t o = (a.in + a.s - 1) / a.s;
+      int64_t total = std::max<int64_t>((o - 1) * a.s + span - a.in, 0);
+      a.pb = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      a.pe = total - a.pb;
+    } else if (auto_pad == "VALID") {
+      a.pb = a.pe = 0;
+    } else if (auto_pad != "NOTSET") {
+      c.fail("unknown auto_pad '" + auto_pad + "'");
+    }
+    int64_t num = a.in + a.pb + a.pe - span;
+    if (num < 0) c.fail(str("the window (", span, ") is larger than padded spatial dim ", i));
+    a.out = num / a.s + 1;
+    if (ceil && num % a.s != 0) {
+      a.out += 1;
+      if ((a.out - 1) * a.s >= a.in + a.pb) a.out -= 1;  // the last window must start inside the image
+    }
+    int64_t extra = (a.out - 1) * a.s + span - a.in - a.pb - a.pe;
+    a.shift = a.pb + (extra > 0 ? extra / 2 : 0);
+    axes.push_back(a);
+  }
+  return axes;
+}
+
+// Why: the dilated mean is separable (taps and counts are product sets), so it is one constant
+// [out, in] matrix per spatial axis holding 1/count at each in-bounds tap.
+void avg_pool_dilated(NodeCtx& c) {
+  Value* x = c.input(0);
+  auto xs = static_shape_of(c, x, "input");
+  auto axes = pool_axes(c, xs);
+  bool cip = c.attr_int("count_include_pad", 0) != 0;
+  Value* y = c.cast(x, DType::F64);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const PoolAxis& a = axes[i];
+    std::vector<double> m(size_t(a.out * a.in), 0.0);
+    for (int64_t o = 0; o < a.out; ++o) {
+      std::vector<int64_t> hits;
+      int64_t kept = 0;
+      for (int64_t j = 0; j < a.k; ++j) {
+        int64_t p = a.s * o + j * a.d;  // position in the padded axis
+        if (p >= a.in + a.pb + a.pe) continue;
+        ++kept;
+        int64_t q = p - a.shift;
+        if (q >= 0 && q < a.in) hits.push_back(q);
+      }
+      double n = double(cip ? kept : int64_t(hits.size()));
+      for (int64_t q : hits) m[size_t(o * a.in + q)] += 1.0 / n;
+    }
+    y = apply_axis_matrix(c, y, int(i) + 2, a.out, m);
+  }
+  c.set_output(0, c.cast(y, x->type.dtype));
 }
 
 // y uses the batch's mean and (biased) variance over every dim but 1; the running statistics

@@ -286,6 +286,38 @@ TEST(OnnxDecomp, MaxPool3dSeparableMatchesBoxMax) {
   expect_near_all(y[0], want);
 }
 
+TEST(OnnxDecomp, AveragePoolWithDilationsMatchesLoops) {
+  const int64_t N = 2, C = 3, H = 7, W = 9, kh = 3, kw = 2, dh = 2, dw = 3, sh = 2, sw = 1;
+  const int64_t pt = 1, pl = 0, pb = 2, pr = 1;
+  for (int64_t cip : {0, 1}) {
+    OneNode n("AveragePool", {{"x", F, {N, C, H, W}}}, {"y"});
+    n.attr("kernel_shape", std::vector<int64_t>{kh, kw});
+    n.attr("dilations", std::vector<int64_t>{dh, dw});
+    n.attr("strides", std::vector<int64_t>{sh, sw});
+    n.attr("pads", std::vector<int64_t>{pt, pl, pb, pr});
+    n.attr("count_include_pad", cip);
+    HostTensor x = HostTensor::random(DType::F32, {N, C, H, W}, 11);
+    auto y = n.run({x});
+    int64_t Oh = (H + pt + pb - dh * (kh - 1) - 1) / sh + 1, Ow = (W + pl + pr - dw * (kw - 1) - 1) / sw + 1;
+    std::vector<double> want;
+    for (int64_t nc = 0; nc < N * C; ++nc)
+      for (int64_t oh = 0; oh < Oh; ++oh)
+        for (int64_t ow = 0; ow < Ow; ++ow) {
+          double sum = 0;
+          int64_t cnt = 0;
+          for (int64_t a = 0; a < kh; ++a)
+            for (int64_t b = 0; b < kw; ++b) {
+              int64_t h = oh * sh - pt + a * dh, w = ow * sw - pl + b * dw;
+              bool in = h >= 0 && h < H && w >= 0 && w < W;
+              if (in) sum += x.get_f64((nc * H + h) * W + w);
+              if (in || cip) ++cnt;
+            }
+          want.push_back(sum / double(cnt));
+        }
+    expect_near_all(y[0], want);
+  }
+}
+
 TEST(OnnxDecomp, MalformedNodesNameTheNode) {
   {
     OneNode n("ScatterND", {{"d", F, {4, 3}}, {"i", I64, {2, 1}}, {"u", F, {2, 4}}}, {"y"});
@@ -317,6 +349,14 @@ TEST(OnnxDecomp, MalformedNodesNameTheNode) {
     OneNode n("GatherND", {{"d", F, {2, 3}}, {"i", I64, {2, 3}}}, {"y"});  // 3 > rank 2
     std::string e = n.import_error();
     EXPECT_NE(e.find("the_GatherND"), std::string::npos) << e;
+  }
+  {
+    OneNode n("AveragePool", {{"x", F, {1, 1, 5, 5}}}, {"y"});
+    n.attr("kernel_shape", std::vector<int64_t>{2, 2});
+    n.attr("dilations", std::vector<int64_t>{2, 0});
+    std::string e = n.import_error();
+    EXPECT_NE(e.find("the_AveragePool"), std::string::npos) << e;
+    EXPECT_NE(e.find("dilations"), std::string::npos) << e;
   }
 }
 
