@@ -10,7 +10,7 @@
 # first-touch page faults on its outputs, which costs more than the kernels on the 32M chains.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=${KILN_BUILD_DIR:-build} repeats=7 only="" out="" cmdline="bench/run_cpu.sh $*"
+build=${KILN_BUILD_DIR:-build} repeats=${KILN_BENCH_REPEATS:-7} only="" out="" cmdline="bench/run_cpu.sh $*"
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) repeats=2 ;;

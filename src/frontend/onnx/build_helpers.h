@@ -54,6 +54,9 @@ void pool3d(NodeCtx& c, bool is_max);
 // AveragePool with dilations (ops_vision.cc): one constant averaging matrix per spatial axis.
 void avg_pool_dilated(NodeCtx& c);
 
+// MaxPool's Indices output (ops_vision.cc): gathered window taps, ArgMax, a constant index table.
+Value* max_pool_indices(NodeCtx& c);
+
 // A constant [out, in] (row-major) matrix applied along `axis` of x (ops_vision.cc).
 Value* apply_axis_matrix(NodeCtx& c, Value* x, int axis, int64_t out, const std::vector<double>& m);
 

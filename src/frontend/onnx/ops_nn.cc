@@ -157,7 +157,7 @@ void pool(NodeCtx& c, bool is_max) {
     avg_pool_dilated(c);  // ops_vision.cc: per-axis averaging matrices
     return;
   }
-  if (is_max && c.wants_output(1)) c.unsupported("MaxPool's Indices output is not supported");
+  if (is_max && c.wants_output(1)) c.set_output(1, max_pool_indices(c));  // ops_vision.cc
   if (x->type.rank() == 5) {
     pool3d(c, is_max);  // ops_vision.cc: two 2-D pools
     return;
@@ -350,10 +350,70 @@ int64_t static_dim_or_fail(NodeCtx& c, const Value* x, int i) {
   return *d;
 }
 
+// Why: antialiased linear/cubic taps (the ONNX reference's filters, widened by 1/scale when
+// downsampling and normalised to sum 1) for one output position at fractional offset `ratio`.
+std::vector<double> antialias_coeffs(bool cubic, double ratio, double scale, double A) {
+  scale = std::min(scale, 1.0);
+  std::vector<double> w;
+  int64_t start = int64_t(std::floor((cubic ? -2.0 : -1.0) / scale)) + 1;
+  int64_t end = cubic ? 2 - start : start + 2 - 2 * start;
+  for (int64_t i = start; i < end; ++i) {
+    double t = std::abs(scale * (double(i) - ratio));
+    if (!cubic) w.push_back(std::clamp(1.0 - t, 0.0, 1.0));
+    else if (t <= 1) w.push_back((A + 2) * t * t * t - (A + 3) * t * t + 1);
+    else if (t < 2) w.push_back(A * t * t * t - 5 * A * t * t + 8 * A * t - 4 * A);
+    else w.push_back(0.0);
+  }
+  double sum = 0;
+  for (double v : w) sum += v;
+  for (double& v : w) v /= sum;
+  return w;
+}
+
+// Why: an antialiased Resize is separable, so each resized axis is one constant [out, in] matrix
+// built from the reference's taps (nearest `n` edge-padded neighbours, ties to the lower index).
+std::vector<double> antialias_matrix(NodeCtx& c, int64_t in, int64_t out, double scale, bool cubic,
+                                     const std::string& coord, double A, bool exclude_outside) {
+  std::vector<double> m(size_t(out * in), 0.0);
+  double out_w = scale * double(in);
+  for (int64_t o = 0; o < out; ++o) {
+    double xo = double(o), xi;
+    if (coord == "align_corners") xi = out_w == 1 ? 0.0 : xo * double(in - 1) / (out_w - 1);
+    else if (coord == "asymmetric") xi = xo / scale;
+    else if (coord == "pytorch_half_pixel") xi = out_w == 1 ? -0.5 : (xo + 0.5) / scale - 0.5;
+    else if (coord == "half_pixel") xi = (xo + 0.5) / scale - 0.5;
+    else if (coord == "half_pixel_symmetric")
+      xi = double(in) / 2 * (1 - double(out) / out_w) + (xo + 0.5) / scale - 0.5;
+    else c.unsupported("Resize with antialias and coordinate_transformation_mode " + coord);
+    double ratio = xi == std::floor(xi) ? 1.0 : xi - std::floor(xi);
+    std::vector<double> w = antialias_coeffs(cubic, ratio, scale, A);
+    int64_t n = int64_t(w.size()), pw = (n + 1) / 2, L = in + 2 * pw;
+    double xp = xi + double(pw);
+    int64_t l = std::min<int64_t>(int64_t(std::floor(xp)), L - 1), r = std::max<int64_t>(l + 1, 0);
+    std::vector<int64_t> idx;
+    while (int64_t(idx.size()) < n) {
+      double dl = l >= 0 ? xp - double(l) : 1e300, dr = r < L ? double(r) - xp : 1e300;
+      if (dl <= dr) idx.push_back(l--);
+      else idx.push_back(r++);
+    }
+    std::sort(idx.begin(), idx.end());
+    double kept = 0;
+    for (int64_t t = 0; t < n; ++t) {
+      int64_t q = idx[size_t(t)] - pw;
+      if (exclude_outside && (q < 0 || q >= in)) w[size_t(t)] = 0;
+      kept += w[size_t(t)];
+    }
+    for (int64_t t = 0; t < n; ++t) {
+      int64_t q = std::clamp<int64_t>(idx[size_t(t)] - pw, 0, in - 1);
+      m[size_t(o * in + q)] += exclude_outside ? w[size_t(t)] / kept : w[size_t(t)];
+    }
+  }
+  return m;
+}
+
 void resize(NodeCtx& c) {
   Value* x = c.input(0);
   int rank = x->type.rank();
-  if (c.attr_int("antialias", 0) != 0) c.unsupported("Resize with antialias");
   std::string policy = c.attr_string("keep_aspect_ratio_policy", "stretch");
   if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller")
     c.fail("keep_aspect_ratio_policy must be stretch, not_larger or not_smaller, got '" + policy + "'");
@@ -430,6 +490,19 @@ void resize(NodeCtx& c) {
   }
   if (kept_scale)
     for (int64_t a : axes) scales[size_t(a)] = *kept_scale;
+  if (c.attr_int("antialias", 0) != 0 && mode != "nearest") {
+    if (mode != "linear" && mode != "cubic") c.fail("mode must be nearest, linear or cubic, got '" + mode + "'");
+    Value* y = c.cast(x, DType::F64);
+    for (int i = 0; i < rank; ++i) {
+      int64_t in = static_dim_or_fail(c, x, i), o = *out[size_t(i)].maybe_constant();
+      if (o == in && scales[size_t(i)] == 1.0) continue;  // identity axis
+      if (o <= 0 || scales[size_t(i)] <= 0) c.fail(str("Resize to a non-positive size or scale on dim ", i));
+      y = apply_axis_matrix(c, y, i, o, antialias_matrix(c, in, o, scales[size_t(i)], mode == "cubic", coord,
+                                                          c.attr_float("cubic_coeff_a", -0.75), c.attr_int("exclude_outside", 0) != 0));
+    }
+    c.set_output(0, c.cast(y, x->type.dtype));
+    return;
+  }
   c.set_output(0, c.emit(Op::Resize, {x}, {{"sizes", out}, {"scales", scales}, {"mode", mode}, {"coord_mode", coord},
                                            {"nearest_mode", c.attr_string("nearest_mode", "round_prefer_floor")},
                                            {"cubic_coeff_a", c.attr_float("cubic_coeff_a", -0.75)},

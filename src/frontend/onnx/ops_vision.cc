@@ -407,6 +407,66 @@ void avg_pool_dilated(NodeCtx& c) {
   c.set_output(0, c.cast(y, x->type.dtype));
 }
 
+// Why: MaxPool's Indices = the flat input index of each window's first max. The windows' taps are
+// gathered as [N, C, windows, taps] (out-of-image taps repeat the window's first in-image tap, so
+// they never change the answer), ArgMax picks the tap and a constant table maps it to the index.
+Value* max_pool_indices(NodeCtx& c) {
+  Value* x = c.input(0);
+  auto xs = static_shape_of(c, x, "input");
+  auto axes = pool_axes(c, xs);
+  int64_t order = c.attr_int("storage_order", 0);
+  if (order != 0 && order != 1) c.fail(str("storage_order must be 0 or 1, got ", order));
+  size_t S = axes.size();
+  std::vector<int64_t> in_stride(S, 1), out_stride(S, 1);  // row-major gather strides, index strides
+  for (size_t i = S - 1; i > 0; --i) in_stride[i - 1] = in_stride[i] * axes[i].in;
+  for (size_t i = 1; i < S; ++i) out_stride[i] = order == 0 ? 1 : out_stride[i - 1] * axes[i - 1].in;
+  if (order == 0) out_stride = in_stride;
+  int64_t O = 1, K = 1, P = 1;
+  for (const auto& a : axes) O *= a.out, K *= a.k, P *= a.in;
+  std::vector<double> taps(size_t(O * K)), table(size_t(O * K)), base(static_cast<size_t>(O));
+  std::vector<int64_t> o(S, 0);
+  for (int64_t w = 0; w < O; ++w) {
+    std::vector<int64_t> j(S, 0);
+    int64_t first = -1, first_out = -1;
+    for (int64_t t = 0; t < K; ++t) {
+      int64_t flat = 0, idx = 0;
+      bool in = true;
+      for (size_t i = 0; i < S; ++i) {
+        int64_t p = o[i] * axes[i].s - axes[i].pb + j[i] * axes[i].d;  // the reference's windows: no ceil shift
+        in = in && p >= 0 && p < axes[i].in;
+        flat += p * in_stride[i];
+        idx += p * out_stride[i];
+      }
+      if (in && first < 0) first = flat, first_out = idx;
+      taps[size_t(w * K + t)] = in ? double(flat) : -1.0;
+      table[size_t(w * K + t)] = in ? double(idx) : -1.0;
+      for (size_t i = S; i-- > 0;) {
+        if (++j[i] < axes[i].k) break;
+        j[i] = 0;
+      }
+    }
+    if (first < 0) c.unsupported("MaxPool Indices for a window entirely in the padding");
+    for (int64_t t = 0; t < K; ++t)
+      if (taps[size_t(w * K + t)] < 0) taps[size_t(w * K + t)] = double(first), table[size_t(w * K + t)] = double(first_out);
+    base[size_t(w)] = double(w * K);
+    for (size_t i = S; i-- > 0;) {
+      if (++o[i] < axes[i].out) break;
+      o[i] = 0;
+    }
+  }
+  int64_t N = xs[0], C = xs[1];
+  Value* g = c.emit(Op::Gather, {c.reshape(x, {N, C, P}), const_of(c, DType::I64, {O, K}, taps)}, {{"axis", int64_t(2)}});
+  Value* a = c.emit(Op::ArgMax, {g}, {{"axis", int64_t(3)}, {"keepdim", int64_t(1)}});  // [N, C, O, 1]
+  a = c.emit(Op::Add, {a, const_of(c, DType::I64, {O, 1}, base)});
+  Value* idx = c.emit(Op::Gather, {const_of(c, DType::I64, {O * K}, table), a}, {{"axis", int64_t(0)}});
+  std::vector<double> nc(size_t(N * C));
+  for (int64_t i = 0; i < N * C; ++i) nc[size_t(i)] = double(i * P);
+  idx = c.emit(Op::Add, {idx, const_of(c, DType::I64, {N, C, 1, 1}, nc)});
+  std::vector<int64_t> ys{N, C};
+  for (const auto& ax : axes) ys.push_back(ax.out);
+  return c.reshape(idx, dims(ys));
+}
+
 // y uses the batch's mean and (biased) variance over every dim but 1; the running statistics
 // come out as input * momentum + batch * (1 - momentum).
 void batch_norm_training(NodeCtx& c) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "kiln/interp.h"
@@ -318,6 +319,85 @@ TEST(OnnxDecomp, AveragePoolWithDilationsMatchesLoops) {
   }
 }
 
+TEST(OnnxDecomp, MaxPoolIndicesMatchLoops) {
+  const int64_t N = 2, C = 3, H = 7, W = 9, kh = 3, kw = 2, dh = 2, dw = 1, sh = 2, sw = 3;
+  const int64_t pt = 1, pl = 1, pb = 2, pr = 1;
+  for (int64_t order : {0, 1}) {
+    OneNode n("MaxPool", {{"x", F, {N, C, H, W}}}, {"y", "i"});
+    n.m.mutable_graph()->mutable_output(1)->mutable_type()->mutable_tensor_type()->set_elem_type(I64);
+    n.attr("kernel_shape", std::vector<int64_t>{kh, kw});
+    n.attr("dilations", std::vector<int64_t>{dh, dw});
+    n.attr("strides", std::vector<int64_t>{sh, sw});
+    n.attr("pads", std::vector<int64_t>{pt, pl, pb, pr});
+    n.attr("storage_order", order);
+    HostTensor x = HostTensor::random(DType::F32, {N, C, H, W}, 12);
+    auto y = n.run({x});
+    int64_t Oh = (H + pt + pb - dh * (kh - 1) - 1) / sh + 1, Ow = (W + pl + pr - dw * (kw - 1) - 1) / sw + 1;
+    std::vector<double> want_y, want_i;
+    for (int64_t nc = 0; nc < N * C; ++nc)
+      for (int64_t oh = 0; oh < Oh; ++oh)
+        for (int64_t ow = 0; ow < Ow; ++ow) {
+          double best = -INFINITY;
+          int64_t at = -1;
+          for (int64_t a = 0; a < kh; ++a)
+            for (int64_t b = 0; b < kw; ++b) {
+              int64_t h = oh * sh - pt + a * dh, w = ow * sw - pl + b * dw;
+              if (h < 0 || h >= H || w < 0 || w >= W) continue;
+              double v = x.get_f64((nc * H + h) * W + w);
+              if (v > best) best = v, at = nc * H * W + (order == 0 ? h * W + w : h + w * H);
+            }
+          want_y.push_back(best);
+          want_i.push_back(double(at));
+        }
+    ASSERT_EQ(y.size(), 2u);
+    expect_near_all(y[0], want_y);
+    ASSERT_EQ(y[1].numel(), int64_t(want_i.size()));
+    for (size_t k = 0; k < want_i.size(); ++k) EXPECT_EQ(y[1].get_i64(int64_t(k)), int64_t(want_i[k])) << "at " << k;
+  }
+}
+
+TEST(OnnxDecomp, ResizeAntialiasMatchesFilterLoops) {
+  const int64_t N = 2, C = 3, H = 11, W = 13, Oh = 4, Ow = 5;
+  for (std::string mode : {"linear", "cubic"}) {
+    OneNode n("Resize", {{"x", F, {N, C, H, W}}, {"", F, {}}, {"", F, {}}, {"sizes", I64, {4}}}, {"y"}, 18);
+    n.attr("mode", mode);
+    n.attr("antialias", int64_t(1));
+    HostTensor x = HostTensor::random(DType::F32, {N, C, H, W}, 13), sizes = ints({4}, {N, C, Oh, Ow});
+    auto y = n.run({x, sizes}, {{"sizes", sizes}});
+    const double A = -0.75;
+    auto kernel = [&](double t) {  // the filter at distance t (in output pixels)
+      t = std::abs(t);
+      if (mode == "linear") return std::max(0.0, 1 - t);
+      if (t <= 1) return (A + 2) * t * t * t - (A + 3) * t * t + 1;
+      return t < 2 ? A * t * t * t - 5 * A * t * t + 8 * A * t - 4 * A : 0.0;
+    };
+    // Taps along one axis: (clamped input index, weight), weights normalised to sum 1.
+    auto taps = [&](int64_t o, int64_t in, int64_t out) {
+      double s = double(out) / double(in), xi = (double(o) + 0.5) / s - 0.5;
+      std::vector<std::pair<int64_t, double>> t;
+      double sum = 0;
+      for (int64_t p = int64_t(std::floor(xi - 2 / s)) - 1; p <= int64_t(std::ceil(xi + 2 / s)) + 1; ++p) {
+        double w = kernel((double(p) - xi) * s);
+        if (w == 0) continue;
+        t.push_back({std::clamp<int64_t>(p, 0, in - 1), w});
+        sum += w;
+      }
+      for (auto& e : t) e.second /= sum;
+      return t;
+    };
+    std::vector<double> want;
+    for (int64_t nc = 0; nc < N * C; ++nc)
+      for (int64_t oh = 0; oh < Oh; ++oh)
+        for (int64_t ow = 0; ow < Ow; ++ow) {
+          double v = 0;
+          for (auto [h, wh] : taps(oh, H, Oh))
+            for (auto [w, ww] : taps(ow, W, Ow)) v += wh * ww * x.get_f64((nc * H + h) * W + w);
+          want.push_back(v);
+        }
+    expect_near_all(y[0], want);
+  }
+}
+
 TEST(OnnxDecomp, MalformedNodesNameTheNode) {
   {
     OneNode n("ScatterND", {{"d", F, {4, 3}}, {"i", I64, {2, 1}}, {"u", F, {2, 4}}}, {"y"});
@@ -357,6 +437,32 @@ TEST(OnnxDecomp, MalformedNodesNameTheNode) {
     std::string e = n.import_error();
     EXPECT_NE(e.find("the_AveragePool"), std::string::npos) << e;
     EXPECT_NE(e.find("dilations"), std::string::npos) << e;
+  }
+  {
+    OneNode n("MaxPool", {{"x", F, {1, 1, 5, 5}}}, {"y", "i"});
+    n.attr("kernel_shape", std::vector<int64_t>{2, 2});
+    n.attr("storage_order", int64_t(2));
+    std::string e = n.import_error();
+    EXPECT_NE(e.find("the_MaxPool"), std::string::npos) << e;
+    EXPECT_NE(e.find("storage_order"), std::string::npos) << e;
+  }
+  {
+    OneNode n("Resize", {{"x", F, {1, 1, 5, 5}}, {"", F, {}}, {"s", F, {4}}}, {"y"}, 18);
+    n.attr("mode", std::string("bicubic"));
+    n.attr("antialias", int64_t(1));
+    HostTensor sc = HostTensor::from_doubles(DType::F32, {4}, {1, 1, 0.5, 0.5});
+    std::string b;
+    n.m.SerializeToString(&b);
+    ImportOptions o;
+    o.static_input_values = {{"s", sc}};
+    std::string e;
+    try {
+      import_onnx_bytes(b, "decomp.onnx", o);
+    } catch (const Error& err) {
+      e = err.what();
+    }
+    EXPECT_NE(e.find("the_Resize"), std::string::npos) << e;
+    EXPECT_NE(e.find("bicubic"), std::string::npos) << e;
   }
 }
 
