@@ -53,13 +53,26 @@ SymPoly to_poly(const SymInt& s) {
   return p;
 }
 
+// Dimension arithmetic that leaves int64 is an error to report, not undefined behaviour (absurd
+// shapes in a corrupt model file reach here).
+int64_t checked_add(int64_t a, int64_t b) {
+  int64_t r;
+  KILN_CHECK(!__builtin_add_overflow(a, b, &r), "dimension arithmetic overflows int64: ", a, " + ", b);
+  return r;
+}
+int64_t checked_mul(int64_t a, int64_t b) {
+  int64_t r;
+  KILN_CHECK(!__builtin_mul_overflow(a, b, &r), "dimension arithmetic overflows int64: ", a, " * ", b);
+  return r;
+}
+
 void add_term(SymPoly& p, const Monomial& m, int64_t c) {
   if (c == 0) return;
   auto it = p.terms.find(m);
   if (it == p.terms.end()) {
     p.terms.emplace(m, c);
   } else {
-    it->second += c;
+    it->second = checked_add(it->second, c);
     if (it->second == 0) p.terms.erase(it);
   }
 }
@@ -132,7 +145,7 @@ int64_t SymInt::constant() const {
 }
 
 SymInt operator+(const SymInt& a, const SymInt& b) {
-  if (a.is_constant() && b.is_constant()) return SymInt(a.c_ + b.c_);
+  if (a.is_constant() && b.is_constant()) return SymInt(checked_add(a.c_, b.c_));
   SymPoly p = to_poly(a);
   for (const auto& [m, c] : to_poly(b).terms) add_term(p, m, c);
   return SymInt::from_poly(std::move(p));
@@ -142,14 +155,14 @@ SymInt SymInt::operator-() const { return SymInt(-1) * *this; }
 SymInt operator-(const SymInt& a, const SymInt& b) { return a + (-b); }
 
 SymInt operator*(const SymInt& a, const SymInt& b) {
-  if (a.is_constant() && b.is_constant()) return SymInt(a.c_ * b.c_);
+  if (a.is_constant() && b.is_constant()) return SymInt(checked_mul(a.c_, b.c_));
   SymPoly pa = to_poly(a), pb = to_poly(b), out;
   for (const auto& [ma, ca] : pa.terms) {
     for (const auto& [mb, cb] : pb.terms) {
       Monomial m = ma;
       m.insert(m.end(), mb.begin(), mb.end());
       std::sort(m.begin(), m.end(), [](const AtomPtr& x, const AtomPtr& y) { return x->key < y->key; });
-      add_term(out, m, ca * cb);
+      add_term(out, m, checked_mul(ca, cb));
     }
   }
   return SymInt::from_poly(std::move(out));

@@ -120,6 +120,7 @@ std::optional<std::vector<SymInt>> NodeCtx::known_dims(int i) const {
   return im_.known_dims(input(i));
 }
 HostTensor NodeCtx::require_known(int i, const std::string& what) const {
+  if (!has_input(i)) fail(str(what, " (input ", i, ") is missing: the node has ", num_inputs(), " inputs"));
   auto k = known(i);
   if (!k)
     unsupported(str(what, " (input ", i, " '", node_.input(i),
@@ -135,6 +136,7 @@ std::vector<int64_t> NodeCtx::require_ints(int i, const std::string& what) const
   return v;
 }
 std::vector<SymInt> NodeCtx::require_dims(int i, const std::string& what) const {
+  if (!has_input(i)) fail(str(what, " (input ", i, ") is missing: the node has ", num_inputs(), " inputs"));
   auto d = known_dims(i);
   if (!d)
     unsupported(str(what, " (input ", i, " '", node_.input(i),

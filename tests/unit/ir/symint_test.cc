@@ -77,3 +77,19 @@ TEST(SymInt, ProveEqual) {
   EXPECT_EQ(SymInt::prove_equal(B + SymInt(1), B), std::optional<bool>(false));
   EXPECT_EQ(SymInt::prove_equal(B, SymInt(4)), std::nullopt);
 }
+
+// Found by scripts/fuzz-onnx (UBSan): absurd dims in a corrupt model multiplied past int64. Dimension
+// arithmetic that overflows is a clear error, not undefined behaviour.
+TEST(SymInt, OverflowIsAnErrorNotUndefinedBehaviour) {
+  SymInt big(int64_t(1) << 40), n = SymInt::symbol("N");
+  EXPECT_THROW(big * big, Error);
+  EXPECT_THROW(SymInt(INT64_MAX) + SymInt(1), Error);
+  EXPECT_THROW((n * big) * big, Error);
+  try {
+    (void)(big * SymInt(int64_t(1) << 30));
+    FAIL() << "expected an overflow error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("overflows int64"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ((big * SymInt(1024)).constant(), int64_t(1) << 50);  // large but representable
+}

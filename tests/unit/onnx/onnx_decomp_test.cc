@@ -400,6 +400,14 @@ TEST(OnnxDecomp, ResizeAntialiasMatchesFilterLoops) {
 
 TEST(OnnxDecomp, MalformedNodesNameTheNode) {
   {
+    // Found by scripts/fuzz-onnx: a Col2Im without its image_shape/block_shape inputs used to
+    // abort inside protobuf instead of failing with a message.
+    OneNode n("Col2Im", {{"input", F, {1, 5, 5}}}, {"output"});
+    std::string e = n.import_error();
+    EXPECT_NE(e.find("the_Col2Im"), std::string::npos) << e;
+    EXPECT_NE(e.find("missing"), std::string::npos) << e;
+  }
+  {
     OneNode n("ScatterND", {{"d", F, {4, 3}}, {"i", I64, {2, 1}}, {"u", F, {2, 4}}}, {"y"});
     std::string e = n.import_error();
     EXPECT_NE(e.find("the_ScatterND"), std::string::npos) << e;
