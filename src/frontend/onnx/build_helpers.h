@@ -60,4 +60,15 @@ Value* max_pool_indices(NodeCtx& c);
 // A constant [out, in] (row-major) matrix applied along `axis` of x (ops_vision.cc).
 Value* apply_axis_matrix(NodeCtx& c, Value* x, int axis, int64_t out, const std::vector<double>& m);
 
+// A conv/pool window from the node's kernel, strides, dilations, pads and auto_pad (ops_nn.cc),
+// for 1-D and 2-D; a 1-D window is lifted to 2-D with H = 1.
+struct Window {
+  std::vector<int64_t> kernel, strides, pads, dilations;  // pads: [top, left, bottom, right]
+  bool lifted = false;                                     // a 1-D op run as 2-D with H = 1
+};
+Window window_params(NodeCtx& c, Value* x, std::vector<int64_t> kernel);
+// Adds / removes the H = 1 axis of a lifted 1-D window.
+Value* lift(NodeCtx& c, Value* x, bool lifted);
+Value* unlift(NodeCtx& c, Value* y, bool lifted);
+
 }  // namespace kiln::onnx_import

@@ -35,51 +35,6 @@ void gemm(NodeCtx& c) {
 }
 
 // Spatial parameters of a conv/pool node, lifted to 2-D.
-struct Window {
-  std::vector<int64_t> kernel, strides, pads, dilations;  // pads: [top, left, bottom, right]
-  bool lifted = false;                                     // a 1-D op run as 2-D with H = 1
-};
-
-Window window_params(NodeCtx& c, Value* x, std::vector<int64_t> kernel) {
-  int spatial = x->type.rank() - 2;
-  if (spatial < 1) c.fail("input must be [N, C, spatial...]");
-  if (spatial > 2) c.unsupported(str(spatial, "-D windows (only 1-D and 2-D are supported)"));
-  if (int(kernel.size()) != spatial) c.fail(str("kernel has ", kernel.size(), " dims, input has ", spatial, " spatial dims"));
-  auto strides = c.attr_ints("strides", std::vector<int64_t>(size_t(spatial), 1));
-  auto dil = c.attr_ints("dilations", std::vector<int64_t>(size_t(spatial), 1));
-  auto pads = c.attr_ints("pads", std::vector<int64_t>(size_t(2 * spatial), 0));
-  if (int(strides.size()) != spatial || int(dil.size()) != spatial || int(pads.size()) != 2 * spatial)
-    c.fail("strides, dilations and pads must match the spatial rank");
-  std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
-  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-    for (int i = 0; i < spatial; ++i) {
-      auto in = x->type.shape[size_t(2 + i)].maybe_constant();
-      if (!in) c.unsupported("auto_pad SAME on a symbolic spatial dim");
-      int64_t out = (*in + strides[size_t(i)] - 1) / strides[size_t(i)];
-      int64_t total = std::max<int64_t>((out - 1) * strides[size_t(i)] + (kernel[size_t(i)] - 1) * dil[size_t(i)] + 1 - *in, 0);
-      int64_t small = total / 2, big = total - small;
-      pads[size_t(i)] = auto_pad == "SAME_UPPER" ? small : big;
-      pads[size_t(i + spatial)] = auto_pad == "SAME_UPPER" ? big : small;
-    }
-  } else if (auto_pad == "VALID") {
-    std::fill(pads.begin(), pads.end(), 0);
-  } else if (auto_pad != "NOTSET") {
-    c.fail("unknown auto_pad '" + auto_pad + "'");
-  }
-  Window w{kernel, strides, pads, dil, false};
-  if (spatial == 1) {
-    w = Window{{1, kernel[0]}, {1, strides[0]}, {0, pads[0], 0, pads[1]}, {1, dil[0]}, true};
-  }
-  return w;
-}
-
-Value* lift(NodeCtx& c, Value* x, bool lifted) {
-  return lifted ? c.emit(Op::Unsqueeze, {x}, {{"axes", std::vector<int64_t>{2}}}) : x;
-}
-Value* unlift(NodeCtx& c, Value* y, bool lifted) {
-  return lifted ? c.emit(Op::Squeeze, {y}, {{"axes", std::vector<int64_t>{2}}}) : y;
-}
-
 std::vector<int64_t> kernel_from_weight(NodeCtx& c, Value* w) {
   std::vector<int64_t> k;
   for (int i = 2; i < w->type.rank(); ++i) {
@@ -534,6 +489,47 @@ void register_nn_ops(OpRegistry& r) {
   r["LpNormalization"] = lp_norm;
   r["Einsum"] = einsum;
   r["Resize"] = resize;
+}
+
+
+Window window_params(NodeCtx& c, Value* x, std::vector<int64_t> kernel) {
+  int spatial = x->type.rank() - 2;
+  if (spatial < 1) c.fail("input must be [N, C, spatial...]");
+  if (spatial > 2) c.unsupported(str(spatial, "-D windows (only 1-D and 2-D are supported)"));
+  if (int(kernel.size()) != spatial) c.fail(str("kernel has ", kernel.size(), " dims, input has ", spatial, " spatial dims"));
+  auto strides = c.attr_ints("strides", std::vector<int64_t>(size_t(spatial), 1));
+  auto dil = c.attr_ints("dilations", std::vector<int64_t>(size_t(spatial), 1));
+  auto pads = c.attr_ints("pads", std::vector<int64_t>(size_t(2 * spatial), 0));
+  if (int(strides.size()) != spatial || int(dil.size()) != spatial || int(pads.size()) != 2 * spatial)
+    c.fail("strides, dilations and pads must match the spatial rank");
+  std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
+  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    for (int i = 0; i < spatial; ++i) {
+      auto in = x->type.shape[size_t(2 + i)].maybe_constant();
+      if (!in) c.unsupported("auto_pad SAME on a symbolic spatial dim");
+      int64_t out = (*in + strides[size_t(i)] - 1) / strides[size_t(i)];
+      int64_t total = std::max<int64_t>((out - 1) * strides[size_t(i)] + (kernel[size_t(i)] - 1) * dil[size_t(i)] + 1 - *in, 0);
+      int64_t small = total / 2, big = total - small;
+      pads[size_t(i)] = auto_pad == "SAME_UPPER" ? small : big;
+      pads[size_t(i + spatial)] = auto_pad == "SAME_UPPER" ? big : small;
+    }
+  } else if (auto_pad == "VALID") {
+    std::fill(pads.begin(), pads.end(), 0);
+  } else if (auto_pad != "NOTSET") {
+    c.fail("unknown auto_pad '" + auto_pad + "'");
+  }
+  Window w{kernel, strides, pads, dil, false};
+  if (spatial == 1) {
+    w = Window{{1, kernel[0]}, {1, strides[0]}, {0, pads[0], 0, pads[1]}, {1, dil[0]}, true};
+  }
+  return w;
+}
+
+Value* lift(NodeCtx& c, Value* x, bool lifted) {
+  return lifted ? c.emit(Op::Unsqueeze, {x}, {{"axes", std::vector<int64_t>{2}}}) : x;
+}
+Value* unlift(NodeCtx& c, Value* y, bool lifted) {
+  return lifted ? c.emit(Op::Squeeze, {y}, {{"axes", std::vector<int64_t>{2}}}) : y;
 }
 
 }  // namespace kiln::onnx_import

@@ -212,50 +212,22 @@ void col2im(NodeCtx& c) {
 void lp_pool(NodeCtx& c) {
   Value* x = c.input(0);
   auto xs = static_shape_of(c, x, "input");
-  int S = int(xs.size()) - 2;
-  if (S < 1) c.fail("input must be [N, C, spatial...]");
-  if (S > 2) c.unsupported(str(S, "-D LpPool (only 1-D and 2-D are supported)"));
-  auto kernel = c.attr_ints("kernel_shape");
-  auto strides = c.attr_ints("strides", std::vector<int64_t>(size_t(S), 1));
-  auto dil = c.attr_ints("dilations", std::vector<int64_t>(size_t(S), 1));
-  auto pads = c.attr_ints("pads", std::vector<int64_t>(size_t(2 * S), 0));
-  if (int(kernel.size()) != S || int(strides.size()) != S || int(dil.size()) != S || int(pads.size()) != 2 * S)
-    c.fail("kernel_shape, strides, dilations and pads must match the spatial rank");
+  if (xs.size() > 4) c.unsupported(str(xs.size() - 2, "-D LpPool (only 1-D and 2-D are supported)"));
   if (c.attr_int("ceil_mode", 0) != 0) c.unsupported("LpPool with ceil_mode");
-  std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
-  for (int i = 0; i < S; ++i) {
-    int64_t in = xs[size_t(2 + i)], s = strides[size_t(i)];
-    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-      int64_t out = (in + s - 1) / s;
-      int64_t total = std::max<int64_t>((out - 1) * s + (kernel[size_t(i)] - 1) * dil[size_t(i)] + 1 - in, 0);
-      int64_t small = total / 2;
-      pads[size_t(i)] = auto_pad == "SAME_UPPER" ? small : total - small;
-      pads[size_t(i + S)] = total - pads[size_t(i)];
-    } else if (auto_pad == "VALID") {
-      pads[size_t(i)] = pads[size_t(i + S)] = 0;
-    } else if (auto_pad != "NOTSET") {
-      c.fail("unknown auto_pad '" + auto_pad + "'");
-    }
-  }
+  Window w = window_params(c, x, c.attr_ints("kernel_shape"));
   double p = double(c.attr_int("p", 2));
   if (p <= 0) c.fail("p must be positive");
-  if (S == 1) {  // run as 2-D with H = 1
-    kernel.insert(kernel.begin(), 1);
-    strides.insert(strides.begin(), 1);
-    dil.insert(dil.begin(), 1);
-    pads = {0, pads[0], 0, pads[1]};
-    x = c.emit(Op::Unsqueeze, {x}, {{"axes", std::vector<int64_t>{2}}});
-  }
+  x = lift(c, x, w.lifted);
   int64_t C = xs[1];
   DType dt = x->type.dtype;
   Value* a = c.emit(Op::Abs, {x});
   Value* powed = p == 1 ? a : p == 2 ? c.emit(Op::Mul, {a, a}) : c.emit(Op::Pow, {a, scalar_of(c, dt, p)});
-  Value* ones = c.emit(Op::Full, {}, {{"shape", Shape{SymInt(C), SymInt(1), SymInt(kernel[0]), SymInt(kernel[1])}},
+  Value* ones = c.emit(Op::Full, {}, {{"shape", Shape{SymInt(C), SymInt(1), SymInt(w.kernel[0]), SymInt(w.kernel[1])}},
                                       {"value", 1.0}, {"dtype", dt}});
-  Value* sum = c.emit(Op::Conv2d, {powed, ones}, {{"strides", strides}, {"pads", pads}, {"dilations", dil}, {"groups", C}});
+  Value* sum = c.emit(Op::Conv2d, {powed, ones},
+                      {{"strides", w.strides}, {"pads", w.pads}, {"dilations", w.dilations}, {"groups", C}});
   Value* y = p == 1 ? sum : p == 2 ? c.emit(Op::Sqrt, {sum}) : c.emit(Op::Pow, {sum, scalar_of(c, dt, 1.0 / p)});
-  if (S == 1) y = c.emit(Op::Squeeze, {y}, {{"axes", std::vector<int64_t>{2}}});
-  c.set_output(0, y);
+  c.set_output(0, unlift(c, y, w.lifted));
 }
 
 // ---- Upsample (deprecated): Resize with per-dim scales and the asymmetric/floor convention ----
