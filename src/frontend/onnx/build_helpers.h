@@ -60,8 +60,16 @@ Value* max_pool_indices(NodeCtx& c);
 // A constant [out, in] (row-major) matrix applied along `axis` of x (ops_vision.cc).
 Value* apply_axis_matrix(NodeCtx& c, Value* x, int axis, int64_t out, const std::vector<double>& m);
 
-// A conv/pool window from the node's kernel, strides, dilations, pads and auto_pad (ops_nn.cc),
-// for 1-D and 2-D; a 1-D window is lifted to 2-D with H = 1.
+// A conv/pool node's kernel, strides, dilations and pads ([begin..., end...]) for any spatial rank,
+// with auto_pad resolved to explicit pads (ops_nn.cc). Why: Conv, the pools and their
+// decompositions (pool_axes in ops_vision.cc) share one reading of these attributes.
+struct WindowAttrs {
+  std::vector<int64_t> kernel, strides, dilations, pads;
+};
+WindowAttrs window_attrs(NodeCtx& c, const Value* x, std::vector<int64_t> kernel);
+
+// The same window for Kiln's 2-D conv and pool ops (ops_nn.cc): 1-D and 2-D only; a 1-D window is
+// lifted to 2-D with H = 1.
 struct Window {
   std::vector<int64_t> kernel, strides, pads, dilations;  // pads: [top, left, bottom, right]
   bool lifted = false;                                     // a 1-D op run as 2-D with H = 1

@@ -8,12 +8,18 @@
 #include <sstream>
 #include <unordered_set>
 
+#include <onnx/defs/schema.h>
+
 #include "frontend/onnx/importer.h"
 #include "kiln/interp.h"
 
 namespace kiln::onnx_import {
 
 namespace fs = std::filesystem;
+
+// The oldest default-domain opset whose op definitions the handlers implement; older nodes load
+// only where their op's definition has not changed since (check_old_opset).
+constexpr int kOldestFullOpset = 6;
 
 // Operands Kiln needs as import-time constants (they become attributes), by ONNX op type. Graph
 // inputs feeding them may be specialised through ImportOptions::static_input_values.
@@ -254,6 +260,7 @@ const OpRegistry& op_registry() {
     register_math_ops(m);
     register_transformer_ops(m);
     register_loss_ops(m);
+    register_quant_ops(m);
     return m;
   }();
   return r;
@@ -542,6 +549,24 @@ std::vector<const onnx::NodeProto*> Importer::ordered_nodes(const onnx::GraphPro
   return order;
 }
 
+// Why: handlers implement each op as defined from opset 6 on. A node of an older model still
+// means the same thing when the op's definition in force at its opset is the one still in force
+// at opset 6 (Not, And, Identity, Reshape-5, ...); ONNX's schema registry says which definition
+// that is. Ops redefined since (Add lost consumed_inputs and gained broadcasting) are refused.
+static void check_old_opset(const NodeCtx& c) {
+  const std::string& op = c.op_type();
+  const auto* then = onnx::OpSchemaRegistry::Schema(op, c.opset(), "");
+  if (!then) c.unsupported(str("operator ", op, " does not exist in default-domain opset ", c.opset()));
+  const auto* supported = onnx::OpSchemaRegistry::Schema(op, kOldestFullOpset, "");
+  if (supported && supported->since_version() == then->since_version()) return;
+  std::string oldest = supported ? str(" (the oldest definition Kiln implements is ", op, "-",
+                                       supported->since_version(), ")")
+                                 : str(" (it no longer exists at opset ", kOldestFullOpset, ")");
+  c.unsupported(str("operator ", op, " at opset ", c.opset(), " follows its opset-", then->since_version(),
+                    " definition, which a later opset changed", oldest, "; convert the model to opset ",
+                    kOldestFullOpset, " or newer, e.g. with onnx.version_converter"));
+}
+
 void Importer::import_node(const onnx::NodeProto& n) {
   std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
   int opset = opset_for(domain);
@@ -554,6 +579,7 @@ void Importer::import_node(const onnx::NodeProto& n) {
   const auto& reg = op_registry();
   auto it = reg.find(n.op_type());
   if (it == reg.end()) c.unsupported(str("operator ", n.op_type(), " is not supported"));
+  if (opset < kOldestFullOpset) check_old_opset(c);
   try {
     it->second(c);
   } catch (const UnsupportedError&) {
@@ -575,11 +601,9 @@ std::unique_ptr<Graph> Importer::run() {
     opsets_[d] = int(os.version());
   }
   if (!opsets_.count("") && model_.opset_import_size() == 0) opsets_[""] = 1;  // IR v3 default
-  int opset = opset_for("");
-  // Opsets 1-6 differ from 7 mainly in legacy broadcasting (handled by the binary ops) and in
-  // attributes later removed (is_test, spatial, consumed_inputs), which handlers ignore or check.
-  if (opset >= 0 && opset < 6)
-    throw UnsupportedError(str(origin_, ": default-domain opset ", opset, " is older than 6, the oldest supported"));
+  // Opsets 6 and 7 differ from later ones mainly in legacy broadcasting (handled by the binary
+  // ops) and in attributes later removed (is_test, spatial), which handlers ignore or check.
+  // Older opsets are checked per node (check_old_opset).
   if (model_.functions_size() > 0) {
     // Model-local functions are only a problem when a node calls one: import_node reports it.
   }

@@ -103,6 +103,7 @@ void register_rnn_ops(OpRegistry& r);     // ops_rnn.cc: RNN, GRU, LSTM unrolled
 void register_math_ops(OpRegistry& r);        // ops_math.cc: inverse/hyperbolic trig, bitwise, Det, EyeLike
 void register_transformer_ops(OpRegistry& r); // ops_transformer.cc: Attention, RotaryEmbedding, norms
 void register_loss_ops(OpRegistry& r);        // ops_loss.cc: NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
+void register_quant_ops(OpRegistry& r);       // ops_quant.cc: (De)QuantizeLinear, MatMulInteger, QLinearMatMul
 const OpRegistry& op_registry();
 
 // Shared helpers for handlers.

@@ -1,5 +1,5 @@
 // ONNX indexing ops decomposed into Kiln primitives: GatherND, ScatterND, ScatterElements/Scatter,
-// MaxUnpool, Compress, ReverseSequence, CenterCropPad and Pad's wrap mode. Why: Kiln has gather
+// MaxUnpool, Compress, ReverseSequence, CenterCropPad, TensorScatter and Pad's wrap mode. Why: Kiln has gather
 // but no scatter op; a scatter is written here as a comparison of linear indices against every
 // destination row (an [updates x rows] mask), which is exact (duplicates: last write wins, or the
 // reduction) and cheap for the small index sets these ops see, at O(updates * rows) cost.
@@ -267,6 +267,40 @@ void center_crop_pad(NodeCtx& c) {
   c.set_output(0, x);
 }
 
+// Why: TensorScatter writes a KV-cache update at per-batch positions. Seen from the cache, each
+// position p along `axis` takes update row p - write_index[b] (mod the cache length in circular
+// mode) when that row exists, so it is a gather of the update plus a where with the old cache.
+void tensor_scatter(NodeCtx& c) {
+  Value* past = c.input(0);
+  Value* update = c.input(1);
+  auto ps = static_shape_of(c, past, "past_cache");
+  auto us = static_shape_of(c, update, "update");
+  int rank = int(ps.size());
+  if (rank < 2 || us.size() != ps.size()) c.fail("past_cache and update must have one rank, at least 2");
+  int axis = normalize_axis(c, c.attr_int("axis", -2), rank);
+  if (axis == 0) c.fail("axis must not be the batch axis 0");
+  for (int i = 0; i < rank; ++i)
+    if (i != axis && ps[size_t(i)] != us[size_t(i)]) c.fail(str("update dim ", i, " differs from past_cache's"));
+  int64_t B = ps[0], M = ps[size_t(axis)], S = us[size_t(axis)];
+  if (S > M) c.fail(str("update has ", S, " rows along axis ", axis, ", more than the cache's ", M));
+  std::string mode = c.attr_string("mode", "linear");
+  if (mode != "linear" && mode != "circular") c.fail("mode must be linear or circular, got '" + mode + "'");
+  Value* w = c.has_input(2) ? c.cast(c.input(2), DType::I64) : const_of(c, DType::I64, {B}, std::vector<double>(size_t(B), 0));
+  std::vector<double> pos;
+  for (int64_t p = 0; p < M; ++p) pos.push_back(double(p));
+  Value* rel = c.emit(Op::Sub, {const_of(c, DType::I64, {1, M}, pos), c.reshape(w, {SymInt(B), SymInt(1)})});  // [B, M]
+  auto k = [&](double v) { return scalar_of(c, DType::I64, v); };
+  if (mode == "circular") rel = c.emit(Op::Where, {c.emit(Op::Lt, {rel, k(0)}), c.emit(Op::Add, {rel, k(double(M))}), rel});
+  Value* hit = c.emit(Op::And, {c.emit(Op::Ge, {rel, k(0)}), c.emit(Op::Lt, {rel, k(double(S))})});
+  Value* row = c.emit(Op::Clamp, {rel}, {{"min", 0.0}, {"max", double(S - 1)}});
+  Shape lined(size_t(rank), SymInt(1));  // [B, 1.., M, 1..]
+  lined[0] = SymInt(B);
+  lined[size_t(axis)] = SymInt(M);
+  Value* idx = c.emit(Op::Expand, {c.reshape(row, lined)}, {{"shape", dims(ps)}});
+  Value* taken = c.emit(Op::GatherElements, {update, idx}, {{"axis", int64_t(axis)}});
+  c.set_output(0, c.emit(Op::Where, {c.reshape(hit, lined), taken, past}));
+}
+
 }  // namespace
 
 // Pad with mode "wrap": each axis becomes concat(x[-before:], x, x[:after]); negative pads crop.
@@ -297,6 +331,7 @@ void register_index_ops(OpRegistry& r) {
   r["Compress"] = compress;
   r["ReverseSequence"] = reverse_sequence;
   r["CenterCropPad"] = center_crop_pad;
+  r["TensorScatter"] = tensor_scatter;
 }
 
 }  // namespace kiln::onnx_import

@@ -2,6 +2,7 @@
 // Resize. Why: Kiln's conv and pooling are 2-D NCHW, so 1-D variants are lifted to 2-D here, and
 // ONNX's auto_pad / output_shape conventions are turned into explicit pads.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <set>
 
@@ -56,6 +57,43 @@ void conv(NodeCtx& c) {
   c.set_output(0, unlift(c, y, win.lifted));
 }
 
+// Why: Kiln's transposed conv is 2-D. A 3-D one is a 2-D one over (H, W) of every input depth
+// slice, with the kD depth taps folded into the output channels, and then a constant
+// [OD, D * kD] 0/1 matrix that adds the (d, kd) result into output depth d * sD + kd * dD - padD.
+Value* conv_transpose3d(NodeCtx& c, Value* x, Value* w, const std::vector<int64_t>& strides,
+                        const std::vector<int64_t>& dil, const std::vector<int64_t>& out_pad,
+                        const std::vector<int64_t>& pads) {
+  auto xs = static_shape_of(c, x, "input");
+  auto ws = static_shape_of(c, w, "weight");
+  if (ws.size() != 5) c.fail("weight must be [C, O/group, kD, kH, kW]");
+  int64_t N = xs[0], C = xs[1], D = xs[2], groups = c.attr_int("group", 1);
+  int64_t Og = ws[1], kD = ws[2];
+  if (groups < 1 || C % groups != 0) c.fail(str("group (", groups, ") must divide the input channels (", C, ")"));
+  if (ws[0] != C) c.fail(str("weight dim 0 (", ws[0], ") must equal the input channels (", C, ")"));
+  if (strides[0] < 1 || dil[0] < 1) c.fail("strides and dilations must be positive");
+  int64_t OD = strides[0] * (D - 1) + out_pad[0] + (kD - 1) * dil[0] + 1 - pads[0] - pads[3];
+  if (OD < 0) c.fail("the output depth is negative");
+  Value* slices = c.reshape(permute(c, x, {0, 2, 1, 3, 4}), {N * D, C, xs[3], xs[4]});
+  Value* w2 = c.reshape(w, {C, Og * kD, ws[3], ws[4]});  // channel o * kD + kd
+  Value* y = c.emit(Op::ConvTranspose2d, {slices, w2},
+                    {{"strides", std::vector<int64_t>{strides[1], strides[2]}},
+                     {"pads", std::vector<int64_t>{pads[1], pads[2], pads[4], pads[5]}},
+                     {"dilations", std::vector<int64_t>{dil[1], dil[2]}},
+                     {"output_padding", std::vector<int64_t>{out_pad[1], out_pad[2]}}, {"groups", groups}});
+  int64_t O = groups * Og, OH = static_dim(c, y, 2, "output"), OW = static_dim(c, y, 3, "output");
+  y = permute(c, c.reshape(y, {N, D, O, kD, OH * OW}), {0, 2, 1, 3, 4});
+  std::vector<double> m(size_t(OD * D * kD), 0.0);
+  for (int64_t d = 0; d < D; ++d)
+    for (int64_t k = 0; k < kD; ++k) {
+      int64_t od = d * strides[0] + k * dil[0] - pads[0];
+      if (od >= 0 && od < OD) m[size_t(od * D * kD + d * kD + k)] = 1.0;
+    }
+  y = apply_axis_matrix(c, c.reshape(y, {N, O, D * kD, OH * OW}), 2, OD, m);
+  y = c.reshape(y, {N, O, OD, OH, OW});
+  if (c.has_input(2)) y = c.emit(Op::Add, {y, c.reshape(c.input(2), {O, 1, 1, 1})});
+  return y;
+}
+
 void conv_transpose(NodeCtx& c) {
   Value* x = c.input(0);
   Value* w = c.input(1);
@@ -66,7 +104,7 @@ void conv_transpose(NodeCtx& c) {
   auto out_pad = c.attr_ints("output_padding", std::vector<int64_t>(size_t(std::max(spatial, 0)), 0));
   auto pads = c.attr_ints("pads", std::vector<int64_t>(size_t(2 * std::max(spatial, 0)), 0));
   if (spatial < 1) c.fail("input must be [N, C, spatial...]");
-  if (spatial > 2) c.unsupported(str(spatial, "-D transposed convolution"));
+  if (spatial > 3) c.unsupported(str(spatial, "-D transposed convolution (1-D to 3-D are supported)"));
   if (int(kernel.size()) != spatial || int(strides.size()) != spatial || int(dil.size()) != spatial ||
       int(out_pad.size()) != spatial || int(pads.size()) != 2 * spatial)
     c.fail("kernel_shape, strides, dilations, output_padding and pads must match the spatial rank");
@@ -90,6 +128,10 @@ void conv_transpose(NodeCtx& c) {
     }
   } else if (auto_pad == "VALID") {
     std::fill(pads.begin(), pads.end(), 0);
+  }
+  if (spatial == 3) {
+    c.set_output(0, conv_transpose3d(c, x, w, strides, dil, out_pad, pads));
+    return;
   }
   bool lifted = spatial == 1;
   if (lifted) {
@@ -248,10 +290,83 @@ Term contract(NodeCtx& c, Term a, Term b, const std::set<char>& keep) {
   return {c.reshape(y, out), batch + a_free + b_free};
 }
 
+// Why: a letter repeated in one operand ("ii") reads its diagonal. The two axes move to the end,
+// merge into one of n * n, and a gather at 0, n + 1, 2 (n + 1), ... keeps the diagonal.
+Term take_diagonals(NodeCtx& c, Term t) {
+  for (size_t q = 0; q < t.letters.size(); ++q) {
+    size_t p = t.letters.find(t.letters[q]);
+    if (p == q) continue;
+    int64_t n = static_dim(c, t.v, int(p), "einsum diagonal");
+    if (static_dim(c, t.v, int(q), "einsum diagonal") != n)
+      c.fail(str("letter '", t.letters[q], "' is repeated in an operand over dims of different sizes"));
+    std::vector<int64_t> perm;
+    std::string rest;
+    Shape merged;
+    for (size_t i = 0; i < t.letters.size(); ++i)
+      if (i != p && i != q) perm.push_back(int64_t(i)), rest += t.letters[i], merged.push_back(t.v->type.shape[i]);
+    perm.push_back(int64_t(p));
+    perm.push_back(int64_t(q));
+    merged.push_back(SymInt(n * n));
+    std::vector<double> at;
+    for (int64_t i = 0; i < n; ++i) at.push_back(double(i * (n + 1)));
+    Value* flat = c.reshape(permute(c, t.v, perm), merged);
+    Value* diag = c.emit(Op::Gather, {flat, const_of(c, DType::I64, {n}, at)}, {{"axis", int64_t(rest.size())}});
+    return take_diagonals(c, {diag, rest + t.letters[q]});
+  }
+  return t;
+}
+
+// Why: "..." stands for the same leading batch dims in every operand (right-aligned, broadcast
+// like numpy). Each of those dims gets a fresh letter, so the rest of einsum sees only letters;
+// an operand's size-1 ellipsis dim is expanded to the other operands' size.
+void expand_ellipses(NodeCtx& c, std::vector<std::string>& specs, std::string& out, bool explicit_out,
+                     std::vector<Value*>& operands) {
+  std::string fresh;
+  std::string used;
+  for (const auto& s : specs) used += s;
+  used += out;
+  for (char ch = 'A'; ch <= 'z'; ++ch)
+    if (std::isalpha(static_cast<unsigned char>(ch)) && used.find(ch) == std::string::npos) fresh += ch;
+  int ell_rank = 0;
+  std::vector<int> ranks(specs.size(), 0);
+  for (size_t i = 0; i < specs.size(); ++i) {
+    size_t at = specs[i].find("...");
+    if (at == std::string::npos) continue;
+    if (specs[i].find("...", at + 3) != std::string::npos) c.fail(str("operand ", i, " has two ellipses"));
+    ranks[i] = operands[i]->type.rank() - int(specs[i].size() - 3);
+    if (ranks[i] < 0) c.fail(str("operand ", i, " has rank ", operands[i]->type.rank(), ", fewer than its letters"));
+    ell_rank = std::max(ell_rank, ranks[i]);
+  }
+  if (ell_rank > int(fresh.size())) c.unsupported("einsum ellipsis spanning more dims than unused letters");
+  std::string ell = fresh.substr(0, size_t(ell_rank));
+  std::vector<SymInt> size(size_t(ell_rank), SymInt(1));  // the broadcast size of each ellipsis dim
+  for (size_t i = 0; i < specs.size(); ++i) {
+    size_t at = specs[i].find("...");
+    if (at == std::string::npos) continue;
+    for (int k = 0; k < ranks[i]; ++k) {
+      const SymInt& d = operands[i]->type.shape[at + size_t(k)];
+      SymInt& b = size[size_t(ell_rank - ranks[i] + k)];
+      if (d == SymInt(1) || d == b) continue;
+      if (b != SymInt(1)) c.fail(str("ellipsis dims ", shape_to_string({b}), " and ", shape_to_string({d}), " do not broadcast"));
+      b = d;
+    }
+  }
+  for (size_t i = 0; i < specs.size(); ++i) {
+    size_t at = specs[i].find("...");
+    if (at == std::string::npos) continue;
+    Shape target = operands[i]->type.shape;
+    for (int k = 0; k < ranks[i]; ++k) target[at + size_t(k)] = size[size_t(ell_rank - ranks[i] + k)];
+    if (target != operands[i]->type.shape) operands[i] = c.emit(Op::Expand, {operands[i]}, {{"shape", target}});
+    specs[i].replace(at, 3, ell.substr(size_t(ell_rank - ranks[i])));
+  }
+  size_t at = out.find("...");
+  if (at != std::string::npos) out.replace(at, 3, ell);
+  else if (!explicit_out) out = ell + out;
+}
+
 void einsum(NodeCtx& c) {
   std::string eq;
   for (char ch : c.attr_string("equation", "")) if (ch != ' ') eq += ch;
-  if (eq.find("...") != std::string::npos) c.unsupported("einsum with an ellipsis");
   size_t arrow = eq.find("->");
   std::string lhs = eq.substr(0, arrow), out;
   std::vector<std::string> specs;
@@ -263,19 +378,29 @@ void einsum(NodeCtx& c) {
   if (int(specs.size()) != c.num_inputs()) c.fail(str("equation has ", specs.size(), " operands, node has ", c.num_inputs()));
   std::map<char, int> count;
   for (const auto& s : specs)
-    for (char ch : s) ++count[ch];
+    for (char ch : s) {
+      if (ch == '.') continue;
+      if (!std::isalpha(static_cast<unsigned char>(ch))) c.fail(str("equation '", eq, "' has '", ch, "', not a letter"));
+      ++count[ch];
+    }
   if (arrow != std::string::npos) out = eq.substr(arrow + 2);
   else
     for (auto& [ch, n] : count) if (n == 1) out += ch;
+  std::vector<Value*> operands;
+  for (int i = 0; i < c.num_inputs(); ++i) operands.push_back(c.input(i));
+  if (eq.find('.') != std::string::npos) expand_ellipses(c, specs, out, arrow != std::string::npos, operands);
   for (char ch : out)
-    if (!count.count(ch)) c.fail(str("output letter '", ch, "' appears in no operand"));
+    if (!std::isalpha(static_cast<unsigned char>(ch)) || std::none_of(specs.begin(), specs.end(), [&](const std::string& s) {
+          return s.find(ch) != std::string::npos;
+        }))
+      c.fail(str("output letter '", ch, "' appears in no operand"));
   std::vector<Term> terms;
   for (size_t i = 0; i < specs.size(); ++i) {
-    Value* v = c.input(int(i));
+    Value* v = operands[i];
     if (int(specs[i].size()) != v->type.rank()) c.fail(str("operand ", i, " has rank ", v->type.rank(), ", equation says ", specs[i].size()));
     for (char ch : specs[i])
-      if (std::count(specs[i].begin(), specs[i].end(), ch) > 1) c.unsupported("einsum diagonals (a letter repeated in one operand)");
-    terms.push_back({v, specs[i]});
+      if (!std::isalpha(static_cast<unsigned char>(ch))) c.fail(str("equation '", eq, "' has a stray '", ch, "'"));
+    terms.push_back(take_diagonals(c, {v, specs[i]}));
   }
   auto needed_after = [&](size_t i) {
     std::set<char> keep(out.begin(), out.end());
@@ -492,10 +617,9 @@ void register_nn_ops(OpRegistry& r) {
 }
 
 
-Window window_params(NodeCtx& c, Value* x, std::vector<int64_t> kernel) {
+WindowAttrs window_attrs(NodeCtx& c, const Value* x, std::vector<int64_t> kernel) {
   int spatial = x->type.rank() - 2;
   if (spatial < 1) c.fail("input must be [N, C, spatial...]");
-  if (spatial > 2) c.unsupported(str(spatial, "-D windows (only 1-D and 2-D are supported)"));
   if (int(kernel.size()) != spatial) c.fail(str("kernel has ", kernel.size(), " dims, input has ", spatial, " spatial dims"));
   auto strides = c.attr_ints("strides", std::vector<int64_t>(size_t(spatial), 1));
   auto dil = c.attr_ints("dilations", std::vector<int64_t>(size_t(spatial), 1));
@@ -507,6 +631,7 @@ Window window_params(NodeCtx& c, Value* x, std::vector<int64_t> kernel) {
     for (int i = 0; i < spatial; ++i) {
       auto in = x->type.shape[size_t(2 + i)].maybe_constant();
       if (!in) c.unsupported("auto_pad SAME on a symbolic spatial dim");
+      if (strides[size_t(i)] < 1) c.fail("strides must be positive");
       int64_t out = (*in + strides[size_t(i)] - 1) / strides[size_t(i)];
       int64_t total = std::max<int64_t>((out - 1) * strides[size_t(i)] + (kernel[size_t(i)] - 1) * dil[size_t(i)] + 1 - *in, 0);
       int64_t small = total / 2, big = total - small;
@@ -518,11 +643,16 @@ Window window_params(NodeCtx& c, Value* x, std::vector<int64_t> kernel) {
   } else if (auto_pad != "NOTSET") {
     c.fail("unknown auto_pad '" + auto_pad + "'");
   }
-  Window w{kernel, strides, pads, dil, false};
-  if (spatial == 1) {
-    w = Window{{1, kernel[0]}, {1, strides[0]}, {0, pads[0], 0, pads[1]}, {1, dil[0]}, true};
-  }
-  return w;
+  return WindowAttrs{std::move(kernel), std::move(strides), std::move(dil), std::move(pads)};
+}
+
+Window window_params(NodeCtx& c, Value* x, std::vector<int64_t> kernel) {
+  int spatial = x->type.rank() - 2;
+  if (spatial > 2) c.unsupported(str(spatial, "-D windows (only 1-D and 2-D are supported)"));
+  WindowAttrs a = window_attrs(c, x, std::move(kernel));
+  if (spatial == 1)
+    return Window{{1, a.kernel[0]}, {1, a.strides[0]}, {0, a.pads[0], 0, a.pads[1]}, {1, a.dilations[0]}, true};
+  return Window{a.kernel, a.strides, a.pads, a.dilations, false};
 }
 
 Value* lift(NodeCtx& c, Value* x, bool lifted) {

@@ -1,6 +1,8 @@
 // ONNX vision ops decomposed into Kiln primitives: GridSample (gathers of the interpolation taps),
 // AffineGrid (a matmul with a constant coordinate grid), Col2Im (a grouped transposed convolution
-// with one-hot kernels), LpPool (a depthwise convolution of |x|^p) and Upsample (Resize). Why: each
+// with one-hot kernels; per-axis 0/1 matrices for other ranks), LpPool (a depthwise convolution of
+// |x|^p, or per-axis window matrices beyond 2-D), RoiAlign (per-axis tap matrices, or gathered taps
+// for max) and Upsample (Resize). Why: each
 // is exact in existing ops, so no new op rows, kernels or backend work are needed.
 #include <algorithm>
 #include <cmath>
@@ -8,6 +10,14 @@
 #include "frontend/onnx/build_helpers.h"
 
 namespace kiln::onnx_import {
+
+// Resolved window of one spatial axis of a pool, following the ONNX reference (op_pool_common.py).
+struct PoolAxis {
+  int64_t in, k, s, d, pb, pe, out, shift;  // shift: begin pad plus the reference's ceil-mode extra
+};
+
+// The resolved window of each spatial axis of a pool node over x (static shape), 1 to 3 axes.
+std::vector<PoolAxis> pool_axes(NodeCtx& c, Value* x);
 
 namespace {
 
@@ -177,11 +187,61 @@ void affine_grid(NodeCtx& c) {
 
 // ---- Col2Im: sum the blocks back into the image = conv_transpose2d with one-hot kernels ----
 
+// Why: Col2Im of any image rank. Each tap of a block lands at blk * stride + tap * dilation - pad
+// along every axis independently, so splitting the channels into (C, taps...) and the columns into
+// blocks..., each axis' (tap, blk) pair is summed into the image by one constant 0/1 matrix.
+void col2im_separable(NodeCtx& c, Value* x, const std::vector<int64_t>& image, const std::vector<int64_t>& block) {
+  size_t S = image.size();
+  if (S == 0) c.fail("image_shape must have at least one dim");
+  for (size_t i = 0; i < S; ++i)
+    if (image[i] < 1 || block[i] < 1) c.fail("image_shape and block_shape entries must be positive");
+  auto xs = static_shape_of(c, x, "input");
+  if (xs.size() != 3) c.fail("input must be [N, C * prod(block_shape), L]");
+  auto dil = c.attr_ints("dilations", std::vector<int64_t>(S, 1)), strides = c.attr_ints("strides", std::vector<int64_t>(S, 1));
+  auto pads = c.attr_ints("pads", std::vector<int64_t>(2 * S, 0));
+  if (dil.size() != S || strides.size() != S || pads.size() != 2 * S)
+    c.fail(str("dilations, strides and pads must match the ", S, " image dims"));
+  int64_t K = numel_of_dims(block);
+  if (K <= 0 || xs[1] % K != 0) c.fail(str("input dim 1 (", xs[1], ") must be a multiple of prod(block_shape) = ", K));
+  std::vector<int64_t> nb;
+  for (size_t i = 0; i < S; ++i) {
+    if (dil[i] < 1 || strides[i] < 1) c.fail("dilations and strides must be positive");
+    int64_t span = dil[i] * (block[i] - 1) + 1;
+    int64_t n = (image[i] + pads[i] + pads[i + S] - span) / strides[i] + 1;
+    if (n <= 0) c.fail(str("image dim ", i, " is smaller than a block"));
+    nb.push_back(n);
+  }
+  if (numel_of_dims(nb) != xs[2]) c.fail(str("input has ", xs[2], " blocks, the image holds ", numel_of_dims(nb)));
+  std::vector<int64_t> split{xs[0], xs[1] / K}, perm{0, 1}, paired{xs[0], xs[1] / K};
+  split.insert(split.end(), block.begin(), block.end());
+  split.insert(split.end(), nb.begin(), nb.end());
+  for (size_t i = 0; i < S; ++i) {
+    perm.push_back(int64_t(2 + i));
+    perm.push_back(int64_t(2 + S + i));
+    paired.push_back(block[i] * nb[i]);
+  }
+  Value* y = c.reshape(c.emit(Op::Permute, {c.reshape(x, dims(split))}, {{"perm", perm}}), dims(paired));
+  for (size_t i = 0; i < S; ++i) {
+    std::vector<double> m(size_t(image[i] * block[i] * nb[i]), 0.0);
+    for (int64_t j = 0; j < block[i]; ++j)
+      for (int64_t b = 0; b < nb[i]; ++b) {
+        int64_t pos = b * strides[i] + j * dil[i] - pads[i];
+        if (pos >= 0 && pos < image[i]) m[size_t(pos * block[i] * nb[i] + j * nb[i] + b)] = 1.0;
+      }
+    y = apply_axis_matrix(c, y, int(2 + i), image[i], m);
+  }
+  c.set_output(0, y);
+}
+
 void col2im(NodeCtx& c) {
   Value* x = c.input(0);
   auto image = c.require_ints(1, "image_shape");
   auto block = c.require_ints(2, "block_shape");
-  if (image.size() != 2 || block.size() != 2) c.unsupported(str(image.size(), "-D Col2Im (only 2-D images are supported)"));
+  if (image.size() != block.size()) c.fail(str("image_shape has ", image.size(), " dims, block_shape ", block.size()));
+  if (image.size() != 2) {
+    col2im_separable(c, x, image, block);
+    return;
+  }
   auto xs = static_shape_of(c, x, "input");
   if (xs.size() != 3) c.fail("input must be [N, C * prod(block_shape), L]");
   auto dil = c.attr_ints("dilations", {1, 1}), str_ = c.attr_ints("strides", {1, 1}), pads = c.attr_ints("pads", {0, 0, 0, 0});
@@ -209,11 +269,35 @@ void col2im(NodeCtx& c) {
 
 // ---- LpPool: (sum over the window of |x|^p)^(1/p), the sum a depthwise conv with ones ----
 
+// Why: LpPool beyond 2-D. The window sum of |x|^p is separable (zero padding adds nothing), so it
+// is one constant 0/1 [out, in] matrix per spatial axis marking that window's in-image taps.
+void lp_pool_separable(NodeCtx& c, Value* x) {
+  double p = double(c.attr_int("p", 2));
+  if (p <= 0) c.fail("p must be positive");
+  auto axes = pool_axes(c, x);
+  DType dt = x->type.dtype;
+  Value* y = c.emit(Op::Pow, {c.emit(Op::Abs, {x}), scalar_of(c, dt, p)});
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const PoolAxis& a = axes[i];
+    std::vector<double> m(size_t(a.out * a.in), 0.0);
+    for (int64_t o = 0; o < a.out; ++o)
+      for (int64_t j = 0; j < a.k; ++j) {
+        int64_t q = o * a.s + j * a.d - a.pb;
+        if (q >= 0 && q < a.in) m[size_t(o * a.in + q)] = 1.0;
+      }
+    y = apply_axis_matrix(c, y, int(i) + 2, a.out, m);
+  }
+  c.set_output(0, c.emit(Op::Pow, {y, scalar_of(c, dt, 1.0 / p)}));
+}
+
 void lp_pool(NodeCtx& c) {
   Value* x = c.input(0);
   auto xs = static_shape_of(c, x, "input");
-  if (xs.size() > 4) c.unsupported(str(xs.size() - 2, "-D LpPool (only 1-D and 2-D are supported)"));
   if (c.attr_int("ceil_mode", 0) != 0) c.unsupported("LpPool with ceil_mode");
+  if (xs.size() > 4) {
+    lp_pool_separable(c, x);
+    return;
+  }
   Window w = window_params(c, x, c.attr_ints("kernel_shape"));
   double p = double(c.attr_int("p", 2));
   if (p <= 0) c.fail("p must be positive");
@@ -228,6 +312,101 @@ void lp_pool(NodeCtx& c) {
                       {{"strides", w.strides}, {"pads", w.pads}, {"dilations", w.dilations}, {"groups", C}});
   Value* y = p == 1 ? sum : p == 2 ? c.emit(Op::Sqrt, {sum}) : c.emit(Op::Pow, {sum, scalar_of(c, dt, 1.0 / p)});
   c.set_output(0, unlift(c, y, w.lifted));
+}
+
+// ---- RoiAlign: bilinear samples on a fixed grid per bin, averaged or maxed ----
+
+// One axis of RoiAlign's sample grid: for every ROI and sample (bin p, sub-sample g, row-major),
+// the two neighbouring pixel rows and their weights, zeroed when the sample is off the map.
+struct RoiTaps {
+  Value *low, *high, *w_low, *w_high;  // [R, P * G]: i64 indices, f64 weights
+};
+
+RoiTaps roi_axis(NodeCtx& c, Value* rois, int col, int64_t L, int64_t P, int64_t G, double scale, bool half_pixel) {
+  auto k = [&](double v) { return scalar_of(c, DType::F64, v); };
+  double offset = half_pixel ? 0.5 : 0.0;
+  auto corner = [&](int at) {
+    return c.emit(Op::Sub, {c.emit(Op::Mul, {slice_axis(c, rois, 1, at, at + 1), k(scale)}), k(offset)});  // [R, 1]
+  };
+  Value* start = corner(col);
+  Value* size = c.emit(Op::Sub, {corner(col + 2), start});
+  if (!half_pixel) size = c.emit(Op::Maximum, {size, k(1)});
+  Value* bin = c.emit(Op::Div, {size, k(double(P))});
+  std::vector<double> frac;  // p + (g + 0.5) / G
+  for (int64_t p = 0; p < P; ++p)
+    for (int64_t g = 0; g < G; ++g) frac.push_back(double(p) + (double(g) + 0.5) / double(G));
+  Value* pos = c.emit(Op::Add, {start, c.emit(Op::Mul, {bin, const_of(c, DType::F64, {1, P * G}, frac)})});
+  Value* on_map = c.cast(c.emit(Op::And, {c.emit(Op::Ge, {pos, k(-1)}), c.emit(Op::Le, {pos, k(double(L))})}), DType::F64);
+  Value* y = c.emit(Op::Maximum, {pos, k(0)});
+  Value* low = c.emit(Op::Floor, {y});
+  Value* edge = c.emit(Op::Ge, {low, k(double(L - 1))});
+  low = c.emit(Op::Where, {edge, k(double(L - 1)), low});
+  Value* high = c.emit(Op::Where, {edge, low, c.emit(Op::Add, {low, k(1)})});
+  y = c.emit(Op::Where, {edge, low, y});
+  Value* frac_part = c.emit(Op::Sub, {y, low});
+  Value* w_low = c.emit(Op::Mul, {c.emit(Op::Sub, {k(1), frac_part}), on_map});
+  Value* w_high = c.emit(Op::Mul, {frac_part, on_map});
+  return {c.cast(low, DType::I64), c.cast(high, DType::I64), w_low, w_high};
+}
+
+// [R, P, L]: the summed weight each bin's samples give each pixel row (a one-hot per tap).
+Value* roi_axis_matrix(NodeCtx& c, const RoiTaps& t, int64_t R, int64_t P, int64_t G, int64_t L) {
+  std::vector<double> iota;
+  for (int64_t i = 0; i < L; ++i) iota.push_back(double(i));
+  Value* rows = const_of(c, DType::I64, {1, 1, L}, iota);
+  auto spread = [&](Value* idx, Value* w) {
+    Value* hit = c.cast(c.emit(Op::Eq, {c.reshape(idx, {R, P * G, 1}), rows}), DType::F64);
+    return c.emit(Op::Mul, {hit, c.reshape(w, {R, P * G, 1})});
+  };
+  Value* m = c.emit(Op::Add, {spread(t.low, t.w_low), spread(t.high, t.w_high)});  // [R, P*G, L]
+  return c.emit(Op::ReduceSum, {c.reshape(m, {R, P, G, L})}, {{"axes", std::vector<int64_t>{2}}});
+}
+
+void roi_align(NodeCtx& c) {
+  Value* X = c.input(0);
+  auto xs = static_shape_of(c, X, "X");
+  auto rs = static_shape_of(c, c.input(1), "rois");
+  if (xs.size() != 4) c.fail("X must be [N, C, H, W]");
+  if (rs.size() != 2 || rs[1] != 4) c.fail("rois must be [num_rois, 4]");
+  auto bs = static_shape_of(c, c.input(2), "batch_indices");
+  if (bs != std::vector<int64_t>{rs[0]}) c.fail("batch_indices must be [num_rois]");
+  int64_t R = rs[0], C = xs[1], H = xs[2], W = xs[3];
+  int64_t PH = c.attr_int("output_height", 1), PW = c.attr_int("output_width", 1), G = c.attr_int("sampling_ratio", 0);
+  if (PH < 1 || PW < 1) c.fail("output_height and output_width must be positive");
+  if (G < 0) c.fail("sampling_ratio must be non-negative");
+  if (G == 0) c.unsupported("RoiAlign with sampling_ratio 0 (the sample count would depend on each ROI's size)");
+  std::string mode = c.attr_string("mode", "avg");
+  if (mode != "avg" && mode != "max") c.fail("mode must be avg or max, got '" + mode + "'");
+  std::string coord = c.attr_string("coordinate_transformation_mode", c.opset() >= 16 ? "half_pixel" : "output_half_pixel");
+  if (coord != "half_pixel" && coord != "output_half_pixel") c.fail("unknown coordinate_transformation_mode '" + coord + "'");
+  double scale = c.attr_float("spatial_scale", 1.0);
+  Value* rois = c.cast(c.input(1), DType::F64);
+  RoiTaps ty = roi_axis(c, rois, 1, H, PH, G, scale, coord == "half_pixel");
+  RoiTaps tx = roi_axis(c, rois, 0, W, PW, G, scale, coord == "half_pixel");
+  Value* xr = c.emit(Op::Gather, {c.cast(X, DType::F64), c.cast(c.input(2), DType::I64)}, {{"axis", int64_t(0)}});  // [R, C, H, W]
+  Value* y;
+  if (mode == "avg") {
+    Value* ay = c.reshape(roi_axis_matrix(c, ty, R, PH, G, H), {R, 1, PH, H});
+    Value* ax = c.emit(Op::Permute, {roi_axis_matrix(c, tx, R, PW, G, W)}, {{"perm", std::vector<int64_t>{0, 2, 1}}});
+    y = c.emit(Op::MatMul, {c.emit(Op::MatMul, {ay, xr}), c.reshape(ax, {R, 1, W, PW})});
+    y = c.emit(Op::Div, {y, scalar_of(c, DType::F64, double(G * G))});
+  } else {
+    // max over samples of max over the four corners of weight * pixel, as the reference does.
+    int64_t S = PH * G * PW * G;
+    Value* flat = c.reshape(xr, {R, C, H * W});
+    Value* best = nullptr;
+    for (auto [iy, wy] : {std::pair{ty.low, ty.w_low}, std::pair{ty.high, ty.w_high}})
+      for (auto [ix, wx] : {std::pair{tx.low, tx.w_low}, std::pair{tx.high, tx.w_high}}) {
+        Value* idx = c.emit(Op::Add, {c.emit(Op::Mul, {c.reshape(iy, {R, PH * G, 1}), scalar_of(c, DType::I64, double(W))}),
+                                      c.reshape(ix, {R, 1, PW * G})});
+        Value* w = c.emit(Op::Mul, {c.reshape(wy, {R, PH * G, 1}), c.reshape(wx, {R, 1, PW * G})});
+        Value* at = c.emit(Op::Expand, {c.reshape(idx, {R, 1, S})}, {{"shape", Shape{SymInt(R), SymInt(C), SymInt(S)}}});
+        Value* v = c.emit(Op::Mul, {c.emit(Op::GatherElements, {flat, at}, {{"axis", int64_t(2)}}), c.reshape(w, {R, 1, S})});
+        best = best ? c.emit(Op::Maximum, {best, v}) : v;
+      }
+    y = c.emit(Op::ReduceMax, {c.reshape(best, {R, C, PH, G, PW, G})}, {{"axes", std::vector<int64_t>{3, 5}}});
+  }
+  c.set_output(0, c.cast(y, X->type.dtype));
 }
 
 // ---- Upsample (deprecated): Resize with per-dim scales and the asymmetric/floor convention ----
@@ -302,40 +481,20 @@ Value* apply_axis_matrix(NodeCtx& c, Value* x, int axis, int64_t out, const std:
   return c.reshape(y, dims(xs));
 }
 
-// Resolved window of one spatial axis of a pool, following the ONNX reference (op_pool_common.py).
-struct PoolAxis {
-  int64_t in, k, s, d, pb, pe, out, shift;  // shift: begin pad plus the reference's ceil-mode extra
-};
-
 // Why: AveragePool with dilations and MaxPool's Indices both need the reference's exact windows
 // (auto_pad, ceil_mode, and its quirk of putting half the ceil-mode extra padding at the start).
-std::vector<PoolAxis> pool_axes(NodeCtx& c, const std::vector<int64_t>& xs) {
+std::vector<PoolAxis> pool_axes(NodeCtx& c, Value* x) {
+  auto xs = static_shape_of(c, x, "input");
   int S = int(xs.size()) - 2;
   if (S < 1 || S > 3) c.fail("input must be [N, C, spatial...] with 1 to 3 spatial dims");
-  auto kernel = c.attr_ints("kernel_shape");
-  auto strides = c.attr_ints("strides", std::vector<int64_t>(size_t(S), 1));
-  auto dil = c.attr_ints("dilations", std::vector<int64_t>(size_t(S), 1));
-  auto pads = c.attr_ints("pads", std::vector<int64_t>(size_t(2 * S), 0));
-  if (int(kernel.size()) != S || int(strides.size()) != S || int(dil.size()) != S || int(pads.size()) != 2 * S)
-    c.fail("kernel_shape, strides, dilations and pads must match the spatial rank");
-  std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
+  WindowAttrs w = window_attrs(c, x, c.attr_ints("kernel_shape"));
   bool ceil = c.attr_int("ceil_mode", 0) != 0;
   std::vector<PoolAxis> axes;
   for (int i = 0; i < S; ++i) {
     size_t u = size_t(i);
-    PoolAxis a{xs[u + 2], kernel[u], strides[u], dil[u], pads[u], pads[u + size_t(S)], 0, 0};
+    PoolAxis a{xs[u + 2], w.kernel[u], w.strides[u], w.dilations[u], w.pads[u], w.pads[u + size_t(S)], 0, 0};
     if (a.k < 1 || a.s < 1 || a.d < 1 || a.pb < 0 || a.pe < 0) c.fail("kernel_shape, strides and dilations must be positive, pads non-negative");
     int64_t span = a.d * (a.k - 1) + 1;
-    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-      int64_t o = (a.in + a.s - 1) / a.s;
-      int64_t total = std::max<int64_t>((o - 1) * a.s + span - a.in, 0);
-      a.pb = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-      a.pe = total - a.pb;
-    } else if (auto_pad == "VALID") {
-      a.pb = a.pe = 0;
-    } else if (auto_pad != "NOTSET") {
-      c.fail("unknown auto_pad '" + auto_pad + "'");
-    }
     int64_t num = a.in + a.pb + a.pe - span;
     if (num < 0) c.fail(str("the window (", span, ") is larger than padded spatial dim ", i));
     a.out = num / a.s + 1;
@@ -354,8 +513,7 @@ std::vector<PoolAxis> pool_axes(NodeCtx& c, const std::vector<int64_t>& xs) {
 // [out, in] matrix per spatial axis holding 1/count at each in-bounds tap.
 void avg_pool_dilated(NodeCtx& c) {
   Value* x = c.input(0);
-  auto xs = static_shape_of(c, x, "input");
-  auto axes = pool_axes(c, xs);
+  auto axes = pool_axes(c, x);
   bool cip = c.attr_int("count_include_pad", 0) != 0;
   Value* y = c.cast(x, DType::F64);
   for (size_t i = 0; i < axes.size(); ++i) {
@@ -385,7 +543,7 @@ void avg_pool_dilated(NodeCtx& c) {
 Value* max_pool_indices(NodeCtx& c) {
   Value* x = c.input(0);
   auto xs = static_shape_of(c, x, "input");
-  auto axes = pool_axes(c, xs);
+  auto axes = pool_axes(c, x);
   int64_t order = c.attr_int("storage_order", 0);
   if (order != 0 && order != 1) c.fail(str("storage_order must be 0 or 1, got ", order));
   size_t S = axes.size();
@@ -472,6 +630,7 @@ void register_vision_ops(OpRegistry& r) {
   r["Col2Im"] = col2im;
   r["LpPool"] = lp_pool;
   r["Upsample"] = upsample;
+  r["RoiAlign"] = roi_align;
 }
 
 }  // namespace kiln::onnx_import

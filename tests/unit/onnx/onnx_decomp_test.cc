@@ -1,5 +1,5 @@
 // Tests for the ONNX ops that the importer decomposes into Kiln primitives (ops_index.cc,
-// ops_rnn.cc, ops_signal.cc, ops_vision.cc): each decomposition, run in the interpreter on random
+// ops_rnn.cc, ops_signal.cc, ops_vision.cc, and Einsum / 3-D ConvTranspose in ops_nn.cc): each decomposition, run in the interpreter on random
 // inputs of odd sizes, against the op's formula written directly as loops here; and malformed nodes
 // that must fail with an error naming the node.
 #include <gtest/gtest.h>
@@ -398,6 +398,222 @@ TEST(OnnxDecomp, ResizeAntialiasMatchesFilterLoops) {
   }
 }
 
+TEST(OnnxDecomp, EinsumEllipsisDiagonalAndBroadcastMatchLoops) {
+  {  // "...ii->...i": the diagonal of each batch matrix
+    OneNode n("Einsum", {{"x", F, {3, 2, 5, 5}}}, {"y"}, 12);
+    n.attr("equation", std::string("...ii ->...i"));
+    HostTensor x = HostTensor::random(DType::F32, {3, 2, 5, 5}, 41);
+    auto y = n.run({x});
+    ASSERT_EQ(y[0].shape(), (std::vector<int64_t>{3, 2, 5}));
+    std::vector<double> want;
+    for (int64_t b = 0; b < 6; ++b)
+      for (int64_t i = 0; i < 5; ++i) want.push_back(x.get_f64((b * 5 + i) * 5 + i));
+    expect_near_all(y[0], want, 0);
+  }
+  {  // ellipses of different ranks broadcast ([2, 1] with [5]); a repeated letter next to "..."
+    OneNode n("Einsum", {{"a", F, {2, 1, 3, 4}}, {"b", F, {5, 4, 4, 2}}}, {"y"}, 12);
+    n.attr("equation", std::string("...ij,...jjk->...ki"));
+    HostTensor a = HostTensor::random(DType::F32, {2, 1, 3, 4}, 42), b = HostTensor::random(DType::F32, {5, 4, 4, 2}, 43);
+    auto y = n.run({a, b});
+    ASSERT_EQ(y[0].shape(), (std::vector<int64_t>{2, 5, 2, 3}));
+    std::vector<double> want;
+    for (int64_t p = 0; p < 2; ++p)
+      for (int64_t q = 0; q < 5; ++q)
+        for (int64_t k = 0; k < 2; ++k)
+          for (int64_t i = 0; i < 3; ++i) {
+            double s = 0;
+            for (int64_t j = 0; j < 4; ++j) s += a.get_f64((p * 3 + i) * 4 + j) * b.get_f64(((q * 4 + j) * 4 + j) * 2 + k);
+            want.push_back(s);
+          }
+    expect_near_all(y[0], want, 1e-5);
+  }
+  {  // implicit output: the ellipsis first, then the letters used once
+    OneNode n("Einsum", {{"x", F, {4, 3, 3}}}, {"y"}, 12);
+    n.attr("equation", std::string("...jj"));
+    HostTensor x = HostTensor::random(DType::F32, {4, 3, 3}, 44);
+    auto y = n.run({x});
+    std::vector<double> want;
+    for (int64_t b = 0; b < 4; ++b) want.push_back(x.get_f64(b * 9) + x.get_f64(b * 9 + 4) + x.get_f64(b * 9 + 8));
+    expect_near_all(y[0], want, 1e-5);
+  }
+}
+
+TEST(OnnxDecomp, ConvTranspose3dMatchesScatterLoops) {
+  const int64_t N = 2, C = 4, D = 3, H = 4, W = 3, G = 2, Og = 3, KD = 2, KH = 3, KW = 2;
+  const std::vector<int64_t> s{2, 1, 2}, dl{1, 2, 1}, p{1, 0, 1, 0, 1, 0}, op{1, 0, 1};
+  OneNode n("ConvTranspose", {{"x", F, {N, C, D, H, W}}, {"w", F, {C, Og, KD, KH, KW}}, {"b", F, {G * Og}}}, {"y"});
+  n.attr("strides", s);
+  n.attr("dilations", dl);
+  n.attr("pads", p);
+  n.attr("output_padding", op);
+  n.attr("group", G);
+  HostTensor x = HostTensor::random(DType::F32, {N, C, D, H, W}, 45), w = HostTensor::random(DType::F32, {C, Og, KD, KH, KW}, 46);
+  HostTensor b = HostTensor::random(DType::F32, {G * Og}, 47);
+  auto y = n.run({x, w, b});
+  const int64_t in[3] = {D, H, W}, k[3] = {KD, KH, KW};
+  int64_t out[3];
+  for (int i = 0; i < 3; ++i) out[i] = s[size_t(i)] * (in[i] - 1) + op[size_t(i)] + (k[i] - 1) * dl[size_t(i)] + 1 - p[size_t(i)] - p[size_t(i + 3)];
+  ASSERT_EQ(y[0].shape(), (std::vector<int64_t>{N, G * Og, out[0], out[1], out[2]}));
+  const int64_t O = G * Og, OD = out[0], OH = out[1], OW = out[2];
+  std::vector<double> want(size_t(N * O * OD * OH * OW), 0.0);
+  for (int64_t i = 0; i < int64_t(want.size()); ++i) want[size_t(i)] = b.get_f64((i / (OD * OH * OW)) % O);
+  for (int64_t nn = 0; nn < N; ++nn)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t d = 0; d < D; ++d)
+        for (int64_t h = 0; h < H; ++h)
+          for (int64_t x0 = 0; x0 < W; ++x0)
+            for (int64_t oc = 0; oc < Og; ++oc)
+              for (int64_t kd = 0; kd < KD; ++kd)
+                for (int64_t kh = 0; kh < KH; ++kh)
+                  for (int64_t kw = 0; kw < KW; ++kw) {
+                    int64_t od = d * s[0] + kd * dl[0] - p[0], oh = h * s[1] + kh * dl[1] - p[1], ow = x0 * s[2] + kw * dl[2] - p[2];
+                    if (od < 0 || od >= OD || oh < 0 || oh >= OH || ow < 0 || ow >= OW) continue;
+                    int64_t o = (c / (C / G)) * Og + oc;
+                    want[size_t((((nn * O + o) * OD + od) * OH + oh) * OW + ow)] +=
+                        x.get_f64((((nn * C + c) * D + d) * H + h) * W + x0) * w.get_f64((((c * Og + oc) * KD + kd) * KH + kh) * KW + kw);
+                  }
+  expect_near_all(y[0], want, 1e-4);
+}
+
+TEST(OnnxDecomp, LpPool3dMatchesWindowLoops) {
+  const int64_t C = 2, D = 5, H = 4, W = 6;
+  const std::vector<int64_t> k{2, 3, 2}, s{2, 1, 2}, p{1, 1, 0, 0, 1, 1};
+  OneNode n("LpPool", {{"x", F, {1, C, D, H, W}}}, {"y"});
+  n.attr("kernel_shape", k);
+  n.attr("strides", s);
+  n.attr("pads", p);
+  n.attr("p", int64_t(3));
+  HostTensor x = HostTensor::random(DType::F32, {1, C, D, H, W}, 48);
+  auto y = n.run({x});
+  const int64_t in[3] = {D, H, W};
+  int64_t out[3];
+  for (int i = 0; i < 3; ++i) out[i] = (in[i] + p[size_t(i)] + p[size_t(i + 3)] - k[size_t(i)]) / s[size_t(i)] + 1;
+  ASSERT_EQ(y[0].shape(), (std::vector<int64_t>{1, C, out[0], out[1], out[2]}));
+  std::vector<double> want;
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t a = 0; a < out[0]; ++a)
+      for (int64_t b = 0; b < out[1]; ++b)
+        for (int64_t e = 0; e < out[2]; ++e) {
+          double sum = 0;
+          for (int64_t i = 0; i < k[0]; ++i)
+            for (int64_t j = 0; j < k[1]; ++j)
+              for (int64_t l = 0; l < k[2]; ++l) {
+                int64_t d = a * s[0] + i - p[0], h = b * s[1] + j - p[1], w = e * s[2] + l - p[2];
+                if (d < 0 || d >= D || h < 0 || h >= H || w < 0 || w >= W) continue;
+                sum += std::pow(std::fabs(x.get_f64(((c * D + d) * H + h) * W + w)), 3.0);
+              }
+          want.push_back(std::cbrt(sum));
+        }
+  expect_near_all(y[0], want, 1e-4);
+}
+
+TEST(OnnxDecomp, Col2Im3dMatchesAccumulation) {
+  const int64_t C = 2;
+  const std::vector<int64_t> img{4, 5, 6}, blk{2, 2, 3}, s{1, 2, 1}, dl{2, 1, 1}, p{1, 0, 0, 1, 0, 1};
+  int64_t nb[3], L = 1, K = 1;
+  for (int i = 0; i < 3; ++i) {
+    nb[i] = (img[size_t(i)] + p[size_t(i)] + p[size_t(i + 3)] - dl[size_t(i)] * (blk[size_t(i)] - 1) - 1) / s[size_t(i)] + 1;
+    L *= nb[i];
+    K *= blk[size_t(i)];
+  }
+  OneNode n("Col2Im", {{"x", F, {1, C * K, L}}, {"img", I64, {3}}, {"blk", I64, {3}}}, {"y"});
+  n.attr("strides", s);
+  n.attr("dilations", dl);
+  n.attr("pads", p);
+  HostTensor x = HostTensor::random(DType::F32, {1, C * K, L}, 49);
+  HostTensor ti = ints({3}, img), tb = ints({3}, blk);
+  auto y = n.run({x, ti, tb}, {{"img", ti}, {"blk", tb}});
+  ASSERT_EQ(y[0].shape(), (std::vector<int64_t>{1, C, img[0], img[1], img[2]}));
+  std::vector<double> want(size_t(C * img[0] * img[1] * img[2]), 0.0);
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t t = 0; t < K; ++t)
+      for (int64_t l = 0; l < L; ++l) {
+        int64_t tap[3] = {t / (blk[1] * blk[2]), (t / blk[2]) % blk[1], t % blk[2]};
+        int64_t bl[3] = {l / (nb[1] * nb[2]), (l / nb[2]) % nb[1], l % nb[2]};
+        int64_t pos[3];
+        bool in = true;
+        for (int i = 0; i < 3; ++i) {
+          pos[i] = bl[i] * s[size_t(i)] + tap[i] * dl[size_t(i)] - p[size_t(i)];
+          in = in && pos[i] >= 0 && pos[i] < img[size_t(i)];
+        }
+        if (in) want[size_t(((c * img[0] + pos[0]) * img[1] + pos[1]) * img[2] + pos[2])] += x.get_f64((c * K + t) * L + l);
+      }
+  expect_near_all(y[0], want, 1e-5);
+}
+
+TEST(OnnxDecomp, TensorScatterLinearAndCircularMatchWrites) {
+  const int64_t B = 3, M = 7, S = 3, D = 5;
+  for (const char* mode : {"linear", "circular"}) {
+    OneNode n("TensorScatter", {{"past", F, {B, M, D}}, {"upd", F, {B, S, D}}, {"w", I64, {B}}}, {"present"}, 24);
+    n.attr("mode", std::string(mode));
+    n.attr("axis", int64_t(1));
+    bool circular = std::string(mode) == "circular";
+    HostTensor past = HostTensor::random(DType::F32, {B, M, D}, 50), upd = HostTensor::random(DType::F32, {B, S, D}, 51);
+    HostTensor w = ints({B}, circular ? std::vector<int64_t>{0, 5, 6} : std::vector<int64_t>{0, 2, 4});
+    auto y = n.run({past, upd, w});
+    std::vector<double> want = past.to_doubles();
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t s = 0; s < S; ++s) {
+        int64_t p = (w.get_i64(b) + s) % M;
+        for (int64_t d = 0; d < D; ++d) want[size_t((b * M + p) * D + d)] = upd.get_f64((b * S + s) * D + d);
+      }
+    expect_near_all(y[0], want, 0);
+  }
+}
+
+// RoiAlign written from the spec: per bin, G x G bilinear samples (zero off the map, clamped at
+// the last row/column), then their mean or the max over samples and corners of weight * pixel.
+TEST(OnnxDecomp, RoiAlignAvgAndMaxMatchSampleLoops) {
+  const int64_t N = 2, C = 3, H = 7, W = 9, R = 3, PH = 3, PW = 4, G = 2;
+  const double scale = 0.5;
+  for (const char* mode : {"avg", "max"}) {
+    OneNode n("RoiAlign", {{"X", F, {N, C, H, W}}, {"rois", F, {R, 4}}, {"bi", I64, {R}}}, {"Y"}, 22);
+    n.attr("mode", std::string(mode));
+    n.attr("output_height", PH);
+    n.attr("output_width", PW);
+    n.attr("sampling_ratio", G);
+    auto* a = n.node->add_attribute();
+    a->set_name("spatial_scale");
+    a->set_type(onnx::AttributeProto::FLOAT);
+    a->set_f(float(scale));
+    HostTensor X = HostTensor::random(DType::F32, {N, C, H, W}, 52);
+    HostTensor rois = HostTensor::from_doubles(DType::F32, {R, 4}, {1, 2, 13, 11, -4, -3, 5, 20, 6.5, 0.5, 19, 5});
+    HostTensor bi = ints({R}, {1, 0, 1});
+    auto y = n.run({X, rois, bi});
+    bool avg = std::string(mode) == "avg";
+    std::vector<double> want;
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t ch = 0; ch < C; ++ch)
+        for (int64_t ph = 0; ph < PH; ++ph)
+          for (int64_t pw = 0; pw < PW; ++pw) {
+            double x0 = double(float(rois.get_f64(r * 4))) * scale - 0.5, y0 = double(float(rois.get_f64(r * 4 + 1))) * scale - 0.5;
+            double bw = (double(float(rois.get_f64(r * 4 + 2))) * scale - 0.5 - x0) / double(PW);
+            double bh = (double(float(rois.get_f64(r * 4 + 3))) * scale - 0.5 - y0) / double(PH);
+            double acc = avg ? 0.0 : -1e300;
+            for (int64_t iy = 0; iy < G; ++iy)
+              for (int64_t ix = 0; ix < G; ++ix) {
+                double yy = y0 + double(ph) * bh + (double(iy) + 0.5) * bh / double(G);
+                double xx = x0 + double(pw) * bw + (double(ix) + 0.5) * bw / double(G);
+                double v[4] = {0, 0, 0, 0};
+                if (!(yy < -1 || yy > double(H) || xx < -1 || xx > double(W))) {
+                  yy = std::max(yy, 0.0), xx = std::max(xx, 0.0);
+                  int64_t yl = int64_t(yy), xl = int64_t(xx), yh = yl + 1, xh = xl + 1;
+                  if (yl >= H - 1) yl = yh = H - 1, yy = double(yl);
+                  if (xl >= W - 1) xl = xh = W - 1, xx = double(xl);
+                  double ly = yy - double(yl), lx = xx - double(xl);
+                  auto px = [&](int64_t i, int64_t j) { return X.get_f64(((bi.get_i64(r) * C + ch) * H + i) * W + j); };
+                  v[0] = (1 - ly) * (1 - lx) * px(yl, xl), v[1] = (1 - ly) * lx * px(yl, xh);
+                  v[2] = ly * (1 - lx) * px(yh, xl), v[3] = ly * lx * px(yh, xh);
+                }
+                if (avg) acc += (v[0] + v[1] + v[2] + v[3]) / double(G * G);
+                else acc = std::max({acc, v[0], v[1], v[2], v[3]});
+              }
+            want.push_back(acc);
+          }
+    expect_near_all(y[0], want, 1e-5);
+  }
+}
+
 TEST(OnnxDecomp, MalformedNodesNameTheNode) {
   {
     // Found by scripts/fuzz-onnx: a Col2Im without its image_shape/block_shape inputs used to
@@ -471,6 +687,64 @@ TEST(OnnxDecomp, MalformedNodesNameTheNode) {
     }
     EXPECT_NE(e.find("the_Resize"), std::string::npos) << e;
     EXPECT_NE(e.find("bicubic"), std::string::npos) << e;
+  }
+  {  // ellipsis dims 3 and 4 do not broadcast
+    OneNode n("Einsum", {{"a", F, {3, 2, 2}}, {"b", F, {4, 2, 2}}}, {"y"}, 12);
+    n.attr("equation", std::string("...ij,...jk->...ik"));
+    std::string e = n.import_error();
+    EXPECT_NE(e.find("the_Einsum"), std::string::npos) << e;
+    EXPECT_NE(e.find("broadcast"), std::string::npos) << e;
+  }
+  {  // a diagonal over dims of different sizes
+    OneNode n("Einsum", {{"a", F, {3, 4}}}, {"y"}, 12);
+    n.attr("equation", std::string("ii->i"));
+    std::string e = n.import_error();
+    EXPECT_NE(e.find("the_Einsum"), std::string::npos) << e;
+    EXPECT_NE(e.find("different sizes"), std::string::npos) << e;
+  }
+  {  // 3-D ConvTranspose whose group does not divide the channels
+    OneNode n("ConvTranspose", {{"x", F, {1, 3, 2, 2, 2}}, {"w", F, {3, 1, 2, 2, 2}}}, {"y"});
+    n.attr("group", int64_t(2));
+    std::string e = n.import_error();
+    EXPECT_NE(e.find("the_ConvTranspose"), std::string::npos) << e;
+    EXPECT_NE(e.find("group"), std::string::npos) << e;
+  }
+  {  // auto_pad SAME with a zero stride: an error, not a division by zero
+    OneNode n("AveragePool", {{"x", F, {1, 1, 5, 5}}}, {"y"});
+    n.attr("kernel_shape", std::vector<int64_t>{2, 2});
+    n.attr("dilations", std::vector<int64_t>{2, 1});
+    n.attr("strides", std::vector<int64_t>{0, 1});
+    n.attr("auto_pad", std::string("SAME_UPPER"));
+    std::string e = n.import_error();
+    EXPECT_NE(e.find("the_AveragePool"), std::string::npos) << e;
+    EXPECT_NE(e.find("strides"), std::string::npos) << e;
+  }
+  {  // a 3-D Col2Im with a non-positive block
+    OneNode n("Col2Im", {{"x", F, {1, 4, 9}}, {"img", I64, {3}}, {"blk", I64, {3}}}, {"y"});
+    std::string b;
+    n.m.SerializeToString(&b);
+    ImportOptions o;
+    o.static_input_values = {{"img", ints({3}, {3, 3, 3})}, {"blk", ints({3}, {2, -1, -2})}};
+    std::string e;
+    try {
+      import_onnx_bytes(b, "decomp.onnx", o);
+    } catch (const Error& err) {
+      e = err.what();
+    }
+    EXPECT_NE(e.find("the_Col2Im"), std::string::npos) << e;
+    EXPECT_NE(e.find("positive"), std::string::npos) << e;
+  }
+  {  // adaptive sampling would make the sample count depend on the ROI values
+    OneNode n("RoiAlign", {{"X", F, {1, 1, 4, 4}}, {"rois", F, {1, 4}}, {"bi", I64, {1}}}, {"Y"}, 22);
+    std::string e = n.import_error();
+    EXPECT_NE(e.find("the_RoiAlign"), std::string::npos) << e;
+    EXPECT_NE(e.find("sampling_ratio"), std::string::npos) << e;
+  }
+  {  // an update longer than the cache
+    OneNode n("TensorScatter", {{"past", F, {2, 3, 4}}, {"upd", F, {2, 5, 4}}}, {"present"}, 24);
+    std::string e = n.import_error();
+    EXPECT_NE(e.find("the_TensorScatter"), std::string::npos) << e;
+    EXPECT_NE(e.find("more than the cache"), std::string::npos) << e;
   }
 }
 

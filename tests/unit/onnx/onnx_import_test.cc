@@ -141,6 +141,52 @@ TEST(OnnxImport, EinsumBatchMatmulMatchesLoops) {
       }
 }
 
+// Opset-1 models load node by node: Not is defined as in opset 6 and runs; Add-1 (consumed_inputs,
+// no broadcasting) is not, and the error names the node, the opset and the definition to convert to.
+TEST(OnnxImport, OldOpsetLoadsOpsWhoseDefinitionIsUnchanged) {
+  {
+    auto m = base_model(1);
+    auto* g = m.mutable_graph();
+    add_io(g->add_input(), "x", onnx::TensorProto::BOOL, {"3", "7"});
+    add_io(g->add_output(), "y", onnx::TensorProto::BOOL, {"3", "7"});
+    add_node(g, "Not", {"x"}, {"y"});
+    auto graph = import_onnx_bytes(bytes(m), "not1.onnx");
+    HostTensor x = HostTensor::zeros(DType::Bool, {3, 7});
+    for (int64_t i = 0; i < 21; ++i) x.set_i64(i, (i * 7 + 3) % 5 < 2);
+    auto out = interp::run(*graph, {x});
+    for (int64_t i = 0; i < 21; ++i) EXPECT_EQ(out[0].get_i64(i), 1 - x.get_i64(i)) << i;
+  }
+  {
+    auto m = base_model(1);
+    auto* g = m.mutable_graph();
+    add_io(g->add_input(), "x", onnx::TensorProto::FLOAT, {"2"});
+    add_io(g->add_output(), "y", onnx::TensorProto::FLOAT, {"2"});
+    add_node(g, "Add", {"x", "x"}, {"y"}, "old_add");
+    try {
+      import_onnx_bytes(bytes(m), "add1.onnx");
+      FAIL();
+    } catch (const UnsupportedError& e) {
+      std::string msg = e.what();
+      for (const char* part : {"old_add", "add1.onnx", "opset 1", "opset-1 definition", "Add-6", "opset 6 or newer"})
+        EXPECT_NE(msg.find(part), std::string::npos) << msg;
+    }
+  }
+  {  // an op that did not exist yet
+    auto m = base_model(3);
+    auto* g = m.mutable_graph();
+    add_io(g->add_input(), "x", onnx::TensorProto::FLOAT, {"2"});
+    add_io(g->add_output(), "y", onnx::TensorProto::FLOAT, {"2"});
+    add_node(g, "Erf", {"x"}, {"y"}, "early_erf");
+    try {
+      import_onnx_bytes(bytes(m), "erf3.onnx");
+      FAIL();
+    } catch (const UnsupportedError& e) {
+      std::string msg = e.what();
+      for (const char* part : {"early_erf", "does not exist", "opset 3"}) EXPECT_NE(msg.find(part), std::string::npos) << msg;
+    }
+  }
+}
+
 TEST(OnnxImport, TopKAndCumSumKernels) {
   auto m = base_model();
   auto* g = m.mutable_graph();
