@@ -17,7 +17,12 @@ struct Walk {
     else if (!(*index == idx)) legal = false;
   }
   void scalar(const Scalar& s) {
-    if (s.kind == Scalar::kLoad && s.param == out) legal = false;  // reads its own output
+    // Reading its own output is only safe as a read-back of the element this point stored (the CPU
+    // row schedule keeps softmax's exp in the output row between passes).
+    if (s.kind == Scalar::kLoad && s.param == out) {
+      if (!stored) legal = false;
+      access(s.index);
+    }
     if (s.kind == Scalar::kLoad && s.param == in) {
       loaded = true;
       if (stored) legal = false;

@@ -272,6 +272,7 @@ std::string print_kernel(const LoopKernel& k) {
     for (size_t i = 0; i < k.symbols.size(); ++i) os << " s" << i << "=" << k.symbols[i];
   }
   os << "\n";
+  for (const auto& note : k.notes) os << "  # " << note << "\n";
   print_stmts(os, k.body, 1);
   return os.str();
 }

@@ -102,6 +102,7 @@ struct LoopKernel {
   Index iterations;                      // points of its iteration space (for FLOPs)
   int ops_per_point = 0;                 // elementwise ops per point (FLOP estimate)
   int64_t parallel_threshold = 32768;    // parallel loops with less work run on one thread
+  std::vector<std::string> notes;        // lowering choices worth explaining (printed with the IR)
 };
 
 // Compute type of a dtype inside generated code: f16/bf16 compute in float, ints in their own type.

@@ -121,6 +121,8 @@ struct GroupLowering {
     return bind(full_body, full_memo, v, value);
   }
 
+  static std::string label(const Value* v) { return v->name.empty() ? str("%", v->id) : v->name; }
+
   ScalarPtr row_value(const Value* v) {
     auto it = row_memo.find(v);
     if (it != row_memo.end()) return it->second;
@@ -173,6 +175,7 @@ struct GroupLowering {
       const Value* x = n->inputs[0];
       ScalarPtr v = in_group(x) ? full_value(x) : load_external(x, F);
       body.push_back(Stmt::acc_update(acc, dt, fold, v));
+      passes.push_back({row.size(), full_memo});
       append_loops(row, reduced, std::move(body));
       ScalarPtr result = Scalar::ref(dt, acc);
       if (mean) {
@@ -187,15 +190,20 @@ struct GroupLowering {
     std::vector<const Value*> full_outputs, row_outputs;
     for (const Value* v : grp.outputs) (grp.row_level.count(v) ? row_outputs : full_outputs).push_back(v);
     if (!full_outputs.empty()) {
+      std::map<const Value*, const Value*> kept;  // output -> the pass value it holds
+      if (ctx.keep_row_values_in_outputs) kept = keep_values_in_outputs(row, full_outputs, reduced.size());
       std::vector<Stmt> body;
       full_body = &body;
       full_memo.clear();
+      for (const auto& [o, v] : kept)
+        bind(full_body, full_memo, v, Scalar::load(v->type.dtype, param(o, true), ren(ravel(F, o->type.shape))));
       for (const Value* v : full_outputs) {
+        if (kept.count(v) && kept.at(v) == v) continue;  // the reduction pass stored it already
         ScalarPtr value = full_value(v);
         int p = param(v, true);
         body.push_back(Stmt::store(p, ren(ravel(F, v->type.shape)), value));
       }
-      append_loops(row, reduced, std::move(body));
+      if (!body.empty()) append_loops(row, reduced, std::move(body));
     }
     for (const Value* v : row_outputs) {
       ScalarPtr value = row_value(v);
@@ -204,6 +212,75 @@ struct GroupLowering {
     }
     append_loops(out.kernel.body, kept, std::move(row));
     collapse_and_schedule(kept, reduced);
+  }
+
+  // ---- CPU row schedule: values kept in output rows between passes ----
+
+  // Each reduction pass: where its loop nest starts in the row body, and the full-level values it
+  // computed (graph value -> let).
+  struct Pass {
+    size_t row_index;
+    std::map<const Value*, ScalarPtr> values;
+  };
+  std::vector<Pass> passes;
+
+  // Elementwise ops recomputed to get full-level member v again (shared subexpressions once).
+  int recompute_cost(const Value* v, std::set<const Value*>& seen) const {
+    if (!in_group(v) || grp.row_level.count(v) || !seen.insert(v).second) return 0;
+    const Node* n = v->producer;
+    if (is_index_view(*n)) return 0;
+    int cost = 1;
+    for (const Value* in : n->inputs) cost += recompute_cost(in, seen);
+    return cost;
+  }
+
+  bool depends_on(const Value* o, const Value* v) const {
+    if (o == v) return true;
+    if (!in_group(o) || grp.row_level.count(o) || is_index_view(*o->producer)) return false;
+    for (const Value* in : o->producer->inputs)
+      if (depends_on(in, v)) return true;
+    return false;
+  }
+
+  // For each full-level output whose storage type is its compute type (f32, f64: the round trip is
+  // exact), picks the costliest value (at least 2 ops) that a reduction pass computed and the
+  // output's formula needs, and stores it into the output row in that pass; the store pass then
+  // loads it instead of recomputing it. Softmax: exp(x - max) is computed once, not twice.
+  std::map<const Value*, const Value*> keep_values_in_outputs(std::vector<Stmt>& row,
+                                                              const std::vector<const Value*>& outputs,
+                                                              size_t reduced_loops) {
+    std::map<const Value*, const Value*> kept;
+    std::set<const Value*> taken;
+    if (reduced_loops == 0) return kept;
+    for (const Value* o : outputs) {
+      if (o->type.dtype != DType::F32 && o->type.dtype != DType::F64) continue;
+      if (!(o->type.shape == grp.space)) continue;
+      const Pass* best_pass = nullptr;
+      const Value* best = nullptr;
+      int best_cost = 1;
+      for (const Pass& pass : passes)
+        for (const auto& [v, ref] : pass.values) {
+          if (taken.count(v) || v->type.dtype != o->type.dtype || !(v->type.shape == grp.space)) continue;
+          std::set<const Value*> seen;
+          int cost = recompute_cost(v, seen);
+          if (cost > best_cost && depends_on(o, v)) {
+            best_cost = cost;
+            best = v;
+            best_pass = &pass;
+          }
+        }
+      if (!best) continue;
+      Stmt* loop = &row.at(best_pass->row_index);
+      for (size_t d = 1; d < reduced_loops; ++d) loop = &loop->body.at(0);
+      loop->body.push_back(Stmt::store(param(o, true), ren(ravel(F, o->type.shape)), best_pass->values.at(best)));
+      kept[o] = best;
+      taken.insert(best);
+      out.kernel.notes.push_back(
+          o == best ? str("row schedule: ", label(o), " is stored by the reduction pass that computes it")
+                    : str("row schedule: ", label(best), " (", best_cost, " ops, computed by a reduction pass) is kept in output ",
+                          label(o), "'s row and read back, not recomputed"));
+    }
+    return kept;
   }
 
   // ---- dim merging and schedule ----

@@ -20,6 +20,13 @@ struct LowerContext {
   // Graph dim symbols, in order; kernels read symbol k as run-time extent "s<k>".
   std::vector<std::string> symbols;
   int64_t parallel_threshold = 32768;
+  // CPU row schedule (set by kiln::compile, not by the CUDA target, which stages rows in shared
+  // memory itself). A row (the reduced loops of one kept point) stays in L1/L2 between passes, so:
+  // a value a reduction pass computes anyway (softmax's exp(x - max)) is written into the f32/f64
+  // output row that needs it and read back by the store pass instead of being recomputed.
+  // (Dividing by a row value stays a division: x * (1/s) is not bit-exact, and round(x / s) at a
+  // tie then differs from the interpreter, as ONNX's DynamicQuantizeLinear tests showed.)
+  bool keep_row_values_in_outputs = false;
 };
 
 struct LoweredKernel {

@@ -111,9 +111,11 @@ void plan_in_place(runtime::CompiledExecutable& exe) {
   }
 }
 
-// Stage 1-3 for one graph: everything up to the kernels' Loop IR.
+// Stage 1-3 for one graph: everything up to the kernels' Loop IR. `cpu_rows`: the CPU row schedule
+// (lower_group.h: values kept in output rows between passes); other targets arrange rows
+// their own way.
 std::shared_ptr<runtime::CompiledExecutable> lower_graph(const Graph& input, const CompileOptions& opt,
-                                                         const std::string& kernel_prefix) {
+                                                         const std::string& kernel_prefix, bool cpu_rows) {
   auto exe = std::make_shared<runtime::CompiledExecutable>();
   exe->options = opt;
   exe->graph = input.clone();
@@ -129,6 +131,7 @@ std::shared_ptr<runtime::CompiledExecutable> lower_graph(const Graph& input, con
   lower::LowerContext ctx;
   ctx.symbols = exe->symbols;
   ctx.parallel_threshold = opt.parallel_threshold;
+  ctx.keep_row_values_in_outputs = cpu_rows;
   for (const auto& grp : s.groups) {
     runtime::Step step;
     step.name = grp.name();
@@ -204,7 +207,7 @@ std::vector<std::shared_ptr<Executable>> compile_all(const std::vector<const Gra
   std::vector<const lower::LoopKernel*> all;
   for (size_t i = 0; i < graphs.size(); ++i) {
     KILN_CHECK(graphs[i] != nullptr, "compile: graph ", i, " is null");
-    exes.push_back(lower_graph(*graphs[i], opt, graphs.size() > 1 ? str("kiln_g", i, "_") : "kiln_"));
+    exes.push_back(lower_graph(*graphs[i], opt, graphs.size() > 1 ? str("kiln_g", i, "_") : "kiln_", true));
     for (const auto& k : exes.back()->kernels) all.push_back(&k.kernel);
   }
   std::string source = codegen::cpu::translation_unit(all);
@@ -276,7 +279,7 @@ namespace runtime {
 std::shared_ptr<Executable> link_prebuilt(const Graph& g, const CompileOptions& options, const std::string& so_path,
                                           const std::function<void(const std::string&)>& check_source) {
   const Clock::time_point t0 = Clock::now();
-  std::vector<std::shared_ptr<CompiledExecutable>> exes = {lower_graph(g, options, "kiln_")};
+  std::vector<std::shared_ptr<CompiledExecutable>> exes = {lower_graph(g, options, "kiln_", true)};
   std::vector<const lower::LoopKernel*> all;
   for (const auto& k : exes[0]->kernels) all.push_back(&k.kernel);
   std::string source = codegen::cpu::translation_unit(all);
@@ -329,7 +332,7 @@ std::vector<std::shared_ptr<Executable>> compile_batch(const std::vector<const G
 namespace runtime {
 std::shared_ptr<CompiledExecutable> lower_for_target(const Graph& g, const CompileOptions& options,
                                                      const std::string& kernel_prefix) {
-  return lower_graph(g, options, kernel_prefix);
+  return lower_graph(g, options, kernel_prefix, false);
 }
 }  // namespace runtime
 

@@ -24,7 +24,7 @@ struct CompilerConfig {
 };
 
 // $CXX or g++; -O3 -fopenmp -fPIC -shared -fno-math-errno (never -ffast-math), -march=native
-// only when asked. Throws kiln::Error when no compiler runs.
+// (with -mprefer-vector-width=512) only when asked. Throws kiln::Error when no compiler runs.
 CompilerConfig default_compiler(bool march_native, const std::vector<std::string>& extra_flags);
 
 // Compiles source_path into out_path; throws kiln::Error with the compiler's output on failure.
