@@ -62,6 +62,17 @@ if probe:
       f"{t8:.1f} us, {100 * gm['fused8_fraction_of_copy']:.0f}% of copy bandwidth ({gm['copy_gbps'] / 1000:.2f} TB/s) | "
       f"{pg8.get('eager_ms', 0) * 1000:.1f} us | {pg8.get('compiled_ms', 0) * 1000:.1f} us | >= 85% of copy, <= 80 us | "
       f"{'yes' if gm['fused8_fraction_of_copy'] >= 0.85 and t8 <= 80 else 'no'} |")
+for key, title in (("block_B8_T1024_graphs", "B=8, T=1024"), ("block_B1_T1_nographs", "B=1, T=1 (direct launches)")):
+    steps = k.get(key, {}).get("steps", [])
+    if not steps: continue
+    w("")
+    w(f"### Where the block's time goes, {title}: each step timed between CUDA events")
+    w("")
+    w("| step | ops | us | MB moved | TB/s |")
+    w("|---|---|---|---|---|")
+    for st in steps:
+        tbps = st["MB"] / st["us"] if st["us"] else 0  # MB per us = TB/s
+        w(f"| {st['step']} | {st['ops']} | {st['us']:.1f} | {st['MB']:.1f} | {tbps:.2f} |")
 w("")
 w("## Raw")
 w("")

@@ -27,7 +27,29 @@ bool slice_is_static(const Node& n) {
 
 }  // namespace
 
+namespace {
+
+// A permute that moves only size-1 dims keeps every element's linear position (at T=1 a decode
+// step's [B, T, H, D] -> [B, H, T, D] is one): the same bytes, so a reshape.
+bool permute_keeps_order(const Node& n) {
+  const Shape& in = n.inputs[0]->type.shape;
+  const auto& perm = n.attrs.get_ints("perm");
+  if (perm.size() != in.size()) return false;
+  int last = -1;
+  for (int64_t p : perm) {
+    int ax = normalize(p, int(in.size()));
+    if (ax < 0 || ax >= int(in.size())) return false;
+    if (in[size_t(ax)] == SymInt(1)) continue;
+    if (ax < last) return false;
+    last = ax;
+  }
+  return true;
+}
+
+}  // namespace
+
 bool is_reshape_view(const Node& n) {
+  if (n.op == Op::Permute) return permute_keeps_order(n);
   return n.op == Op::Reshape || n.info().decompose == decompose_to_reshape;
 }
 

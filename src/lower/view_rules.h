@@ -11,8 +11,9 @@ namespace kiln::lower {
 
 using Coords = std::vector<SymInt>;
 
-// Reshape, and ops whose decomposition is a reshape (squeeze, unsqueeze, flatten): same elements
-// in the same order, so a contiguous buffer can simply be re-read with the new shape.
+// Reshape, ops whose decomposition is a reshape (squeeze, unsqueeze, flatten), and permutes that
+// move only size-1 dims: same elements in the same order, so a contiguous buffer can simply be
+// re-read with the new shape.
 bool is_reshape_view(const Node& n);
 // Every movement op with an index rule below (reshapes, permute, expand, slice of static dims).
 bool is_index_view(const Node& n);

@@ -12,6 +12,7 @@
 #include "kiln/passes.h"
 #include "model_source.h"
 #include "progress.h"
+#include "codegen/cuda/cuda_emitter.h"
 #include "runtime/executable.h"
 
 namespace kiln::cli {
@@ -64,6 +65,12 @@ Command add_dump_command(CLI::App& parent) {
                    for (const auto& k : ce.kernels) loop_ir += lower::print_kernel(k.kernel) + "\n";
                    write(dir / "loop_ir.txt", loop_ir);
                    write(dir / "kernels.cc", exe->source());
+                   // The CUDA target's kernels (its own lowering: the CPU keeps values in output rows
+                   // between passes, the GPU stages rows in shared memory). Text only: no GPU needed.
+                   std::vector<codegen::cuda::CudaKernelSource> cuda_kernels;
+                   for (const auto& k : runtime::lower_for_target(*g, copts, "kiln_")->kernels)
+                     cuda_kernels.push_back(codegen::cuda::emit_cuda_kernel(k.kernel));
+                   write(dir / "kernels.cu", codegen::cuda::cuda_translation_unit(cuda_kernels));
                    write(dir / "explain.txt", exe->explain());
                    write(dir / "fused.dot", fused_graph_dot(ce));
                    size_t pass_files = 0;
@@ -75,6 +82,7 @@ Command add_dump_command(CLI::App& parent) {
                              << "  lowered.kir                   after decomposition for fusion\n"
                              << "  fused.dot                     the graph with one colour per kernel (dot -Tsvg)\n"
                              << "  loop_ir.txt, kernels.cc       Loop IR and the generated C++\n"
+                             << "  kernels.cu                    the same kernels as CUDA C++ (--device cuda)\n"
                              << "  explain.txt                   fusion decisions, memory plan, compiler command\n";
                    return 0;
                  }};

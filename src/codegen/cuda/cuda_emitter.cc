@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "codegen/common/c_emitter.h"
+#include "codegen/cuda/row_staging.h"
 #include "kiln/error.h"
 
 namespace kiln::codegen::cuda {
@@ -56,6 +57,7 @@ void outer_accumulators(const std::vector<Stmt>& body, std::set<std::string> dec
 
 struct Printer {
   const LoopKernel& k;
+  const CudaEmitOptions& options;
   std::ostringstream os;
   int reductions = 0;
   int loops_ = 0;
@@ -87,8 +89,10 @@ struct Printer {
         line(depth, str("const ", ct(st.dtype), " ", st.name, " = ", c_scalar_expression(*st.value), ";"));
         break;
       case Stmt::kStore: {
+        // Staged outputs (row_staging.h) are numbered from kStagedParamBase and share the dtype.
         std::string text = str("p", st.param, "[", c_index_expression(st.index), "] = ",
-                               c_store_expression(k.params[size_t(st.param)].dtype, c_scalar_expression(*st.value)), ";");
+                               c_store_expression(k.params[size_t(st.param % kStagedParamBase)].dtype,
+                                                  c_scalar_expression(*st.value)), ";");
         line(depth, single_writer ? "if (threadIdx.x == 0) " + text : text);
         break;
       }
@@ -128,6 +132,39 @@ struct Printer {
         ++reductions;
       }
     }
+  }
+
+  // The dynamic shared memory of staged rows, a pointer per staged buffer (p10NN for pNN), and the
+  // copy of rows every row reads (once per block, before the row loop).
+  void emit_staging_declarations(const RowStaging& staging, CudaKernelSource& out) {
+    if (staging.buffers.empty()) return;
+    out.shared_bytes = staging.shared_bytes;
+    out.staged_buffers = int(staging.buffers.size());
+    line(1, str("extern __shared__ __align__(16) unsigned char kiln_smem[];  // ", staging.shared_bytes,
+                " bytes: rows kept on chip"));
+    for (const StagedBuffer& b : staging.buffers) {
+      std::string t = c_storage_type(b.dtype);
+      line(1, str(t, "* const p", kStagedParamBase + b.param, " = reinterpret_cast<", t, "*>(kiln_smem + ", b.offset,
+                  ");  // p", b.param, b.is_output ? " (out)" : "", b.row_invariant ? ", the same for every row" : "",
+                  b.shares_with >= 0 && b.is_output ? str(", over p", b.shares_with) : ""));
+    }
+    emit_staged_copies(staging, false, /*row_invariant=*/true, 1);
+  }
+
+  // Copies staged rows in (inputs) or out (outputs) with the whole block, 16-byte vectors where
+  // aligned, between __syncthreads() so no thread reads a row before it is complete.
+  void emit_staged_copies(const RowStaging& staging, bool outputs, bool row_invariant, int depth) {
+    bool any = false;
+    for (const StagedBuffer& b : staging.buffers) {
+      if (b.is_output != outputs || b.row_invariant != row_invariant) continue;
+      if (outputs && !any) line(depth, "__syncthreads();  // every thread's part of the staged outputs is written");
+      any = true;
+      std::string global = str("p", b.param, " + (", c_index_expression(b.base), ")");
+      std::string shared = str("p", kStagedParamBase + b.param);
+      line(depth, str("kiln_copy_row<kiln_block, ", b.extent, ">(", outputs ? global : shared, ", ",
+                      outputs ? shared : global, ");"));
+    }
+    if (any && !outputs) line(depth, "__syncthreads();");
   }
 
   // Declares the loop variables of `nest` from the linear index `linear` (innermost fastest).
@@ -173,9 +210,12 @@ struct Printer {
         if (st.extent.is_constant()) widest = std::max(widest, st.extent.constant());
         else known = false;
       }
-      // A power of two from one warp up to 512 threads covering the row (1024 for very long rows).
+      // A power of two from one warp up to 512 threads giving each thread ~16 elements of the row
+      // (1024 threads for very long rows). Fewer, busier threads per row means more rows in flight
+      // per multiprocessor: a row's passes and block reductions are a chain of latencies, hidden
+      // only by other rows (one thread per element made 1024-wide rows latency-bound).
       int threads = 32;
-      while (threads < widest && threads < 512) threads *= 2;
+      while (threads * 16 < widest && threads < 512) threads *= 2;
       if (!known || widest >= 65536) threads = known ? 1024 : 256;
       out.block_threads = threads;
     }
@@ -206,9 +246,16 @@ struct Printer {
       // The row loop's bound is the same for every thread of a block, so the block-wide
       // reductions inside are reached by all of them.
       line(1, str("constexpr int kiln_block = ", out.block_threads, ";  // launched with exactly this many threads"));
+      std::vector<std::string> grid_vars;
+      for (const Stmt* l : nest) grid_vars.push_back(l->var);
+      RowStaging staging = plan_row_staging(*inner, grid_vars, k.params, options.shared_budget_bytes);
+      emit_staging_declarations(staging, out);
       line(1, str("for (", idx, " kiln_row = blockIdx.x; kiln_row < kiln_points; kiln_row += gridDim.x) {"));
       decode(nest, "kiln_row", 2);
-      emit_row(*inner, 2);
+      emit_staged_copies(staging, /*outputs=*/false, /*row_invariant=*/false, 2);
+      emit_row(staging.body, 2);
+      emit_staged_copies(staging, /*outputs=*/true, false, 2);
+      if (staging.any_per_row()) line(2, "__syncthreads();  // the next row's staging reuses the shared rows");
       line(1, "}");
     }
     os << "}\n";
@@ -219,8 +266,8 @@ struct Printer {
 
 }  // namespace
 
-CudaKernelSource emit_cuda_kernel(const LoopKernel& k) {
-  Printer p{k, {}, 0, 0};
+CudaKernelSource emit_cuda_kernel(const LoopKernel& k, const CudaEmitOptions& options) {
+  Printer p{k, options, {}, 0, 0};
   return p.run();
 }
 

@@ -32,6 +32,15 @@ struct CudaKernelSource {
   // kRowBlock: the block size the kernel was written for (its loops stride by this constant, so
   // static trip counts unroll); the launcher must use exactly this many threads.
   int block_threads = 0;
+  // kRowBlock: dynamic shared memory per block for staged rows (row_staging.h); 0 when none.
+  int64_t shared_bytes = 0;
+  int staged_buffers = 0;
+};
+
+struct CudaEmitOptions {
+  // Dynamic shared memory a row-block kernel may use to keep its rows on chip. 48 KiB works on
+  // every GPU without opting in; compile_cuda passes the device's opt-in limit.
+  int64_t shared_budget_bytes = 48 * 1024;
 };
 
 // Device helpers every CUDA translation unit starts with: fixed-width integer types, the same
@@ -42,7 +51,7 @@ std::string cuda_prelude();
 
 // Throws kiln::Error naming the kernel when it has more buffers or symbols than the argument
 // struct holds.
-CudaKernelSource emit_cuda_kernel(const lower::LoopKernel& k);
+CudaKernelSource emit_cuda_kernel(const lower::LoopKernel& k, const CudaEmitOptions& options = {});
 
 // The prelude followed by every kernel: one NVRTC program.
 std::string cuda_translation_unit(const std::vector<CudaKernelSource>& kernels);

@@ -76,6 +76,11 @@ KILN_INT_LIMITS(uint64_t, 0, 18446744073709551615ULL)
 }  // namespace kstd
 
 __device__ inline float kiln_h2f(uint16_t h) {
+#if __CUDA_ARCH__ >= 530
+  float f;  // exact, one instruction
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+#else
   uint32_t sign = uint32_t(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu, bits;
   if (exp == 0) {
     float f = float(mant) * 5.9604644775390625e-08f;
@@ -84,8 +89,14 @@ __device__ inline float kiln_h2f(uint16_t h) {
   if (exp == 31) bits = sign | 0x7f800000u | (mant << 13);
   else bits = sign | ((exp + 112u) << 23) | (mant << 13);
   return __uint_as_float(bits);
+#endif
 }
 __device__ inline uint16_t kiln_f2h(float f) {  // round to nearest even
+#if __CUDA_ARCH__ >= 530
+  uint16_t h;  // one instruction; the same rounding as the software path below
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+#else
   uint32_t x = __float_as_uint(f);
   uint32_t sign = (x >> 16) & 0x8000u, a = x & 0x7fffffffu;
   if (a >= 0x7f800000u) return uint16_t(sign | (a > 0x7f800000u ? 0x7e00u : 0x7c00u));
@@ -94,12 +105,19 @@ __device__ inline uint16_t kiln_f2h(float f) {  // round to nearest even
   uint32_t h = (((a >> 23) - 112u) << 10) | ((a & 0x7fffffu) >> 13), rest = a & 0x1fffu;
   if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;
   return uint16_t(sign | h);
+#endif
 }
 __device__ inline float kiln_b2f(uint16_t b) { return __uint_as_float(uint32_t(b) << 16); }
 __device__ inline uint16_t kiln_f2b(float f) {
+#if __CUDA_ARCH__ >= 800
+  uint16_t b;  // one instruction, round to nearest even (a NaN may come out with another payload)
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(b) : "f"(f));
+  return b;
+#else
   uint32_t x = __float_as_uint(f);
   if ((x & 0x7fffffffu) > 0x7f800000u) return uint16_t(((x >> 16) & 0x8000u) | 0x7fc0u);
   return uint16_t((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+#endif
 }
 __device__ inline float kiln_exp(float x) { return ::expf(x); }
 __device__ inline double kiln_exp(double x) { return ::exp(x); }
@@ -213,6 +231,24 @@ template <typename T, typename F> __device__ inline T kiln_block_reduce(T v, F c
     r = combine(r, x);
   }
   return r;
+}
+
+// Moves kN elements of T between global and shared memory with the block's kBlock threads (the
+// row staging of cuda_emitter.cc): 16-byte vectors when both ends are 16-byte aligned and the row
+// is a whole number of vectors, elementwise otherwise (a sliced view's rows may start anywhere).
+struct __align__(16) kiln_vec16 { unsigned int x, y, z, w; };
+template <int kBlock, int kN, typename T>
+__device__ inline void kiln_copy_row(T* __restrict__ dst, const T* __restrict__ src) {
+  constexpr int kBytes = kN * int(sizeof(T));
+  if (kBytes % 16 == 0 && ((reinterpret_cast<unsigned long long>(dst) | reinterpret_cast<unsigned long long>(src)) & 15) == 0) {
+    kiln_vec16* d = reinterpret_cast<kiln_vec16*>(dst);
+    const kiln_vec16* s = reinterpret_cast<const kiln_vec16*>(src);
+#pragma unroll 4
+    for (int v = threadIdx.x; v < kBytes / 16; v += kBlock) d[v] = s[v];
+  } else {
+#pragma unroll 4
+    for (int v = threadIdx.x; v < kN; v += kBlock) dst[v] = src[v];
+  }
 }
 )KILN";
   text += str("\nstruct KilnArgs {\n  void* bufs[", kMaxKernelBuffers, "];\n  int64_t syms[", kMaxKernelSymbols,

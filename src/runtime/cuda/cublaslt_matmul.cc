@@ -125,8 +125,9 @@ struct LtMatmul::Descriptors {
 LtMatmul::LtMatmul(int64_t m, int64_t n, int64_t k, DType dtype, MatmulEpilogue epilogue)
     : LtMatmul(m, n, k, dtype, epilogue, Batch{}) {}
 
-LtMatmul::LtMatmul(int64_t m, int64_t n, int64_t k, DType dtype, MatmulEpilogue epilogue, Batch batch)
-    : m_(m), n_(n), k_(k), epilogue_(epilogue), batch_(batch) {
+LtMatmul::LtMatmul(int64_t m, int64_t n, int64_t k, DType dtype, MatmulEpilogue epilogue, Batch batch,
+                   bool accumulate)
+    : m_(m), n_(n), k_(k), epilogue_(epilogue), batch_(batch), accumulate_(accumulate) {
   KILN_CHECK(batch.count >= 1, "cuBLASLt matmul needs a positive batch count, got ", batch.count);
   KILN_CHECK(m > 0 && n > 0 && k > 0, "cuBLASLt matmul needs positive sizes, got m=", m,
              " n=", n, " k=", k);
@@ -180,7 +181,7 @@ LtMatmul::~LtMatmul() {
 }
 
 void LtMatmul::run(DevicePtr a, DevicePtr b, DevicePtr bias, DevicePtr out, DevicePtr workspace,
-                   const Stream& stream) {
+                   const Stream& stream, DevicePtr c) {
   const CublasLtApi& api = lt();
   Descriptors& d = *descriptors_;
   if (epilogue_has_bias(epilogue_)) {
@@ -190,10 +191,13 @@ void LtMatmul::run(DevicePtr a, DevicePtr b, DevicePtr bias, DevicePtr out, Devi
     KILN_LT(api.cublasLtMatmulDescSetAttribute(d.matmul, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                                &bias_pointer, sizeof bias_pointer));
   }
-  const float alpha = 1.0f, beta = 0.0f;
+  KILN_CHECK(!accumulate_ || c != 0, "cuBLASLt matmul built to accumulate needs a c matrix");
+  // The epilogue (bias, activation) applies to alpha*a@b + beta*c as a whole; Kiln only folds c
+  // when there is no activation, so the sum is the graph's (a@b + bias) + c.
+  const float alpha = 1.0f, beta = accumulate_ ? 1.0f : 0.0f;
   KILN_LT(api.cublasLtMatmul(d.handle, d.matmul, &alpha, reinterpret_cast<const void*>(b), d.a,
                              reinterpret_cast<const void*>(a), d.b, &beta,
-                             reinterpret_cast<const void*>(out), d.d,
+                             reinterpret_cast<const void*>(accumulate_ ? c : out), d.d,
                              reinterpret_cast<void*>(out), d.d, &d.heuristic.algo,
                              reinterpret_cast<void*>(workspace), kWorkspaceBytes,
                              reinterpret_cast<cudaStream_t>(stream.handle())));

@@ -24,8 +24,8 @@ struct CublasLtStatus {
 };
 const CublasLtStatus& cublaslt_status();
 
-// Row-major out[m, n] = epilogue(a[m, k] @ b[k, n] (+ bias[n])), in f32, f16 or bf16, with f32
-// accumulation. The GELU epilogue is cuBLASLt's tanh approximation.
+// Row-major out[m, n] = epilogue(a[m, k] @ b[k, n] (+ bias[n])) (+ c[m, n]), in f32, f16 or bf16,
+// with f32 accumulation. The GELU epilogue is cuBLASLt's tanh approximation.
 class LtMatmul {
  public:
   static constexpr std::size_t kWorkspaceBytes = std::size_t(32) << 20;
@@ -37,14 +37,16 @@ class LtMatmul {
     int64_t count = 1;
     int64_t stride_a = 0, stride_b = 0, stride_out = 0;
   };
-  LtMatmul(int64_t m, int64_t n, int64_t k, DType dtype, MatmulEpilogue epilogue, Batch batch);
+  // `accumulate`: run() adds a `c` matrix of the output's layout (beta = 1): out = epilogue(a@b) + c.
+  LtMatmul(int64_t m, int64_t n, int64_t k, DType dtype, MatmulEpilogue epilogue, Batch batch,
+           bool accumulate = false);
   ~LtMatmul();
   LtMatmul(const LtMatmul&) = delete;
   LtMatmul& operator=(const LtMatmul&) = delete;
 
   // `workspace` holds kWorkspaceBytes; `bias` is ignored (may be 0) without a bias epilogue.
   void run(DevicePtr a, DevicePtr b, DevicePtr bias, DevicePtr out, DevicePtr workspace,
-           const Stream& stream);
+           const Stream& stream, DevicePtr c = 0);
   double flops() const { return 2.0 * double(batch_.count) * double(m_) * double(n_) * double(k_); }
 
  private:
@@ -52,6 +54,7 @@ class LtMatmul {
   int64_t m_, n_, k_;
   MatmulEpilogue epilogue_;
   Batch batch_;
+  bool accumulate_ = false;
   Descriptors* descriptors_ = nullptr;
 };
 

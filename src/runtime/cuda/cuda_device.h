@@ -21,6 +21,7 @@ struct DeviceInfo {
   int multiprocessors = 0;
   int l2_cache_bytes = 0;
   int max_threads_per_multiprocessor = 0;
+  int max_shared_per_block_optin = 48 * 1024;  // dynamic shared memory a kernel may opt in to
   int memory_clock_khz = 0;
   int memory_bus_bits = 0;
   // "sm_90" on an H100/H200: the architecture NVRTC compiles for.

@@ -81,33 +81,55 @@ void prepare_graph_for_cuda(Graph& g) {
   }
 }
 
-// A fused kernel that is exactly `act(matmul_out + bias[N])` (act: relu, or gelu's tanh form, the
-// one cuBLASLt implements) for the matmul step before it: cuBLASLt applies it in the GEMM's
-// epilogue, so the product is written once instead of written, read and written again.
+// A fused kernel that is exactly `matmul_out + bias[N]`, optionally followed by an activation
+// (relu, or gelu's tanh form, the one cuBLASLt implements) or by `+ residual` (a buffer of the
+// product's shape), for the matmul step before it: cuBLASLt applies it in the GEMM's epilogue
+// (the residual as its C operand with beta = 1), so the product is written once instead of
+// written, read and written again, and the kernel's launch disappears.
 std::optional<EpilogueMatch> match_epilogue(const Node& matmul, const runtime::CompiledExecutable& low, size_t kernel_step) {
   const runtime::Step& step = low.steps[kernel_step];
   if (step.library) return std::nullopt;
   const lower::FusionGroup& grp = low.schedule.groups[kernel_step];
-  if (grp.nodes.size() != 2 || grp.outputs.size() != 1) return std::nullopt;
+  if (grp.nodes.empty() || grp.nodes.size() > 2 || grp.outputs.size() != 1) return std::nullopt;
   const Node* add = grp.nodes[0];
-  const Node* act = grp.nodes[1];
   const Value* y = matmul.outputs[0];
   if (add->op != Op::Add || y->uses.size() != 1 || low.graph->is_output(y)) return std::nullopt;
   int yi = add->inputs[0] == y ? 0 : add->inputs[1] == y ? 1 : -1;
   if (yi < 0) return std::nullopt;
   const Value* bias = add->inputs[1 - yi];
   const Shape& ys = y->type.shape;
-  if (bias->type.dtype != y->type.dtype || bias->type.rank() != 1 || !(bias->type.shape[0] == ys.back()))
+  // bias: [N], or [1, ..., 1, N] as traced models write it (same bytes).
+  const Shape& bs = bias->type.shape;
+  if (bias->type.dtype != y->type.dtype || bs.empty() || bs.size() > ys.size() || !(bs.back() == ys.back()))
     return std::nullopt;
+  for (size_t i = 0; i + 1 < bs.size(); ++i)
+    if (!(bs[i] == SymInt(1))) return std::nullopt;
   if (low.schedule.residence_of(bias) != lower::Residence::kBuffer) return std::nullopt;
-  if (act->inputs.size() != 1 || act->inputs[0] != add->outputs[0] || add->outputs[0]->uses.size() != 1) return std::nullopt;
   EpilogueMatch m;
-  if (act->op == Op::Relu) m.epilogue = MatmulEpilogue::ReluBias;
-  else if (act->op == Op::Gelu && act->attrs.get_string("approximate") == "tanh") m.epilogue = MatmulEpilogue::GeluBias;
-  else return std::nullopt;
-  if (grp.outputs[0] != act->outputs[0]) return std::nullopt;
   m.bias = bias;
-  m.out = act->outputs[0];
+  m.epilogue = MatmulEpilogue::Bias;
+  m.out = add->outputs[0];
+  if (grp.nodes.size() == 2) {
+    const Node* next = grp.nodes[1];
+    if (add->outputs[0]->uses.size() != 1 || std::find(next->inputs.begin(), next->inputs.end(), add->outputs[0]) ==
+                                                 next->inputs.end())
+      return std::nullopt;
+    if (next->op == Op::Add && next->inputs.size() == 2) {
+      const Value* residual = next->inputs[0] == add->outputs[0] ? next->inputs[1] : next->inputs[0];
+      if (residual == add->outputs[0] || residual->type.dtype != y->type.dtype || !(residual->type.shape == ys) ||
+          low.schedule.residence_of(residual) != lower::Residence::kBuffer)
+        return std::nullopt;
+      m.residual = residual;
+    } else if (next->op == Op::Relu && next->inputs.size() == 1) {
+      m.epilogue = MatmulEpilogue::ReluBias;
+    } else if (next->op == Op::Gelu && next->inputs.size() == 1 && next->attrs.get_string("approximate") == "tanh") {
+      m.epilogue = MatmulEpilogue::GeluBias;
+    } else {
+      return std::nullopt;
+    }
+    m.out = next->outputs[0];
+  }
+  if (grp.outputs[0] != m.out) return std::nullopt;
   return m;
 }
 
@@ -223,9 +245,11 @@ CudaExecutable::Binding& CudaExecutable::binding_for(const std::vector<HostTenso
         const EpilogueMatch& em = epilogues_.at(step_index);
         epilogue = em.epilogue;
         plan.buffers = {n.inputs[0], n.inputs[1], em.out, em.bias};
+        if (em.residual) plan.buffers.push_back(em.residual);
       }
       if (m > 0 && k > 0 && nn > 0)
-        plan.matmul = std::make_unique<LtMatmul>(m, nn, k, n.outputs[0]->type.dtype, epilogue, batch);
+        plan.matmul = std::make_unique<LtMatmul>(m, nn, k, n.outputs[0]->type.dtype, epilogue, batch,
+                                                 fused != epilogue_into_.end() && epilogues_.at(step_index).residual);
     } else {
       const lower::LoweredKernel& lk = lowered->kernels[size_t(step.kernel)];
       const codegen::cuda::CudaKernelSource& ks = kernel_sources[size_t(step.kernel)];
@@ -240,6 +264,7 @@ CudaExecutable::Binding& CudaExecutable::binding_for(const std::vector<HostTenso
         plan.shape.grid_x = unsigned(std::clamp<int64_t>((points + threads - 1) / threads, 1, int64_t(sms) * 16));
       } else {
         plan.shape.block_x = unsigned(ks.block_threads);  // the kernel's loops stride by exactly this
+        plan.shape.shared_bytes = unsigned(ks.shared_bytes);  // its staged rows
         plan.shape.grid_x = unsigned(std::clamp<int64_t>(points, 1, int64_t(sms) * 32));
       }
     }
@@ -266,7 +291,7 @@ void CudaExecutable::enqueue(Binding& b) {
       if (plan.matmul)
         plan.matmul->run(device_ptr(plan.buffers[0]), device_ptr(plan.buffers[1]),
                          plan.buffers.size() > 3 ? device_ptr(plan.buffers[3]) : 0, device_ptr(plan.buffers[2]),
-                         b.workspace.data(), *stream_);
+                         b.workspace.data(), *stream_, plan.buffers.size() > 4 ? device_ptr(plan.buffers[4]) : 0);
       continue;
     }
     HostKilnArgs args{};
@@ -465,15 +490,18 @@ std::shared_ptr<Executable> compile_cuda(const Graph& g, const CudaCompileOption
       }
     }
   }
-  for (const auto& lk : low.kernels) exe->kernel_sources.push_back(codegen::cuda::emit_cuda_kernel(lk.kernel));
+  CudaDevice& device = CudaDevice::get(options.device);
+  device.make_current();
+  codegen::cuda::CudaEmitOptions emit;
+  // The opt-in shared memory per block, less what the block reductions declare statically.
+  emit.shared_budget_bytes = std::max<int64_t>(0, int64_t(device.info().max_shared_per_block_optin) - 1024);
+  for (const auto& lk : low.kernels) exe->kernel_sources.push_back(codegen::cuda::emit_cuda_kernel(lk.kernel, emit));
   exe->source_ = codegen::cuda::cuda_translation_unit(exe->kernel_sources);
   exe->stats_.kernels_generated = low.stats_.kernels_generated;
   exe->stats_.library_calls = low.stats_.library_calls;
   const Clock::time_point t1 = Clock::now();
   exe->stats_.lower_ms = millis(t0, t1);
 
-  CudaDevice& device = CudaDevice::get(options.device);
-  device.make_current();
   if (!low.kernels.empty()) {
     const std::string arch = device.info().arch();
     const NvrtcStatus& nv = nvrtc_status();
@@ -499,7 +527,10 @@ std::shared_ptr<Executable> compile_cuda(const Graph& g, const CudaCompileOption
     exe->stats_.compile_ms = exe->stats_.cache_hit ? 0 : millis(c0, c1);
     exe->stats_.shared_object = path;
     exe->module = std::make_unique<CudaModule>(cubin);
-    for (const auto& k : exe->kernel_sources) exe->functions.push_back(exe->module->function(k.name));
+    for (const auto& k : exe->kernel_sources) {
+      exe->functions.push_back(exe->module->function(k.name));
+      if (k.shared_bytes > 48 * 1024) allow_dynamic_shared(exe->functions.back(), int(k.shared_bytes));
+    }
     exe->stats_.load_ms = millis(c1, Clock::now());
   }
   exe->stream_ = std::make_unique<Stream>();

@@ -25,6 +25,7 @@ namespace kiln::cuda {
 struct EpilogueMatch {
   MatmulEpilogue epilogue = MatmulEpilogue::None;
   const Value* bias = nullptr;
+  const Value* residual = nullptr;  // added as cuBLASLt's C operand (beta = 1); null: none
   const Value* out = nullptr;
 };
 

@@ -28,6 +28,10 @@ void launch_kernel(CUfunction kernel, const LaunchShape& shape, const Stream& st
                                   shape.shared_bytes, stream.handle(), args, nullptr));
 }
 
+void allow_dynamic_shared(CUfunction kernel, int bytes) {
+  KILN_CU(driver().cuFuncSetAttribute(kernel, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes));
+}
+
 int max_active_blocks_per_multiprocessor(CUfunction kernel, int block_threads) {
   int blocks = 0;
   KILN_CU(driver().cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, block_threads, 0));

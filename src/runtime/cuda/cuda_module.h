@@ -33,6 +33,9 @@ class CudaModule {
 // Queues `kernel` on `stream`; `args` point at each parameter's value, as cuLaunchKernel wants.
 void launch_kernel(CUfunction kernel, const LaunchShape& shape, const Stream& stream, void** args);
 
+// Lets `kernel` launch with `bytes` of dynamic shared memory (above 48 KiB needs the opt-in).
+void allow_dynamic_shared(CUfunction kernel, int bytes);
+
 // How many blocks of `block_threads` threads fit on one multiprocessor at once.
 int max_active_blocks_per_multiprocessor(CUfunction kernel, int block_threads);
 

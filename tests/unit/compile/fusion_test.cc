@@ -3,6 +3,8 @@
 // matmul epilogues, views read through index arithmetic, odd sizes and dtypes.
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "unit/compile/compile_test_util.h"
 
 namespace kiln::testing {
@@ -131,6 +133,30 @@ TEST(Fusion, ViewsAreIndexArithmeticNotCopies) {
   Scoreboard sb;
   exe->run(in, &sb);
   EXPECT_EQ(sb.kernels_launched(), 1) << exe->explain();
+}
+
+// A permute that moves only size-1 dims (a decode step's [B, 1, H, D] -> [B, H, 1, D]) is the same
+// bytes: an alias, so a library call reading it needs no copy. One that reorders real dims is not.
+TEST(Fusion, PermutingOnlyUnitDimsIsAnAlias) {
+  for (auto [dims, perm, alias] : std::vector<std::tuple<std::vector<int64_t>, std::vector<int64_t>, bool>>{
+           {{3, 1, 4, 5}, {0, 2, 1, 3}, true}, {{1, 1, 4, 5}, {1, 2, 3, 0}, true}, {{3, 1, 4, 5}, {0, 2, 3, 1}, true},
+           {{3, 2, 4, 5}, {0, 2, 1, 3}, false}, {{3, 1, 4, 5}, {0, 3, 1, 2}, false}}) {
+    Graph g("unit_permute");
+    Shape shape;
+    for (int64_t d : dims) shape.push_back(SymInt(d));
+    Value* x = g.add_input("x", f32(shape));
+    Value* p = g.add(Op::Permute, {x}, {{"perm", perm}});
+    const Shape& ps = p->type.shape;
+    Value* w = g.add_input("w", f32({ps.back().constant(), 3}));
+    g.set_outputs({g.add(Op::MatMul, {p, w})});  // a library call: it needs its operand contiguous
+    std::vector<int64_t> wdims = {ps.back().constant(), 3};
+    std::vector<HostTensor> in = {HostTensor::random(DType::F32, dims, 21), HostTensor::random(DType::F32, wdims, 22)};
+    auto exe = compile_and_check(g, in, "unit permute");
+    Scoreboard sb;
+    exe->run(in, &sb);
+    EXPECT_EQ(count_generated(sb), alias ? 0 : 1) << dims_to_string(dims) << " perm " << dims_to_string(perm) << "\n"
+                                                  << exe->explain().substr(0, 3000);
+  }
 }
 
 TEST(Fusion, DifferentIterationSpacesAreRefusedWithReason) {

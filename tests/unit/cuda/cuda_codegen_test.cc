@@ -87,6 +87,45 @@ TEST(CudaCodegen, SoftmaxIsOneBlockPerRowWithBlockReductions) {
   EXPECT_EQ(k.source.find("(std::"), std::string::npos) << "NVRTC has no std: " << k.source;
 }
 
+// Row staging: softmax's row is copied into shared memory once (16-byte vectors where aligned)
+// and its output written over it; layer_norm's weights are staged once per block; a row larger
+// than the budget is not staged. The staged kernels compile with NVRTC.
+TEST(CudaCodegen, RowsAreStagedInSharedMemoryWithinTheBudget) {
+  auto kernel_of = [](Op op, DType t, int64_t rows, int64_t cols, int64_t budget) {
+    Graph g("rows");
+    Value* x = g.add_input("x", TensorType{t, {SymInt(rows), SymInt(cols)}, Device::CPU});
+    Value* y;
+    if (op == Op::LayerNorm) {
+      Value* w = g.add_input("w", TensorType{t, {SymInt(cols)}, Device::CPU});
+      y = g.add(Op::LayerNorm, {x, w, w});
+    } else {
+      y = g.add(op, {x});
+    }
+    g.set_outputs({y});
+    auto low = runtime::lower_for_target(g, CompileOptions{}, str("kiln_", op_name(op), "_", cols, "_"));
+    EXPECT_EQ(low->kernels.size(), 1u);
+    codegen::cuda::CudaEmitOptions o;
+    o.shared_budget_bytes = budget;
+    return codegen::cuda::emit_cuda_kernel(low->kernels[0].kernel, o);
+  };
+  auto softmax = kernel_of(Op::Softmax, DType::BF16, 64, 4096, 48 * 1024);
+  EXPECT_EQ(softmax.shared_bytes, 4096 * 2) << softmax.source;  // the output shares the input's row
+  EXPECT_NE(softmax.source.find("kiln_copy_row<kiln_block, 4096>(p1000, p0 + "), std::string::npos) << softmax.source;
+  EXPECT_NE(softmax.source.find("kiln_copy_row<kiln_block, 4096>(p1 + "), std::string::npos) << softmax.source;
+  EXPECT_EQ(softmax.source.find("p0[4096*i0 + i1]"), std::string::npos) << "every row read is on chip: " << softmax.source;
+  auto norm = kernel_of(Op::LayerNorm, DType::F32, 5, 1000, 48 * 1024);
+  EXPECT_EQ(norm.shared_bytes, 2 * 1000 * 4) << norm.source;
+  EXPECT_NE(norm.source.find("the same for every row"), std::string::npos) << norm.source;
+  auto too_long = kernel_of(Op::Softmax, DType::F32, 2, 70001, 48 * 1024);
+  EXPECT_EQ(too_long.shared_bytes, 0);
+  EXPECT_EQ(too_long.source.find("kiln_smem"), std::string::npos) << too_long.source;
+  auto opt_in = kernel_of(Op::Softmax, DType::F32, 2, 40000, 200 * 1024);
+  EXPECT_EQ(opt_in.shared_bytes, 160000);
+  if (!cuda::nvrtc_status().loaded) GTEST_SKIP() << cuda::nvrtc_status().message;
+  std::string source = codegen::cuda::cuda_translation_unit({softmax, norm, too_long, opt_in});
+  EXPECT_NO_THROW(cuda::nvrtc_compile(source, "staged.cu", "sm_90", {"--std=c++17", "-diag-suppress=550,177"}));
+}
+
 // The built-in GPT block needs nothing but generated kernels and matmuls on the GPU.
 TEST(CudaCodegen, TheDemoBlockLowersToKernelsAndMatmulsOnly) {
   demo::BlockConfig cfg{64, 4, 256};
@@ -240,6 +279,54 @@ TEST(CudaCompiled, BiasAndActivationFoldIntoTheMatmulEpilogue) {
       EXPECT_EQ(compare_tensors(got[0], want[0]), "") << dtype_name(t) << " " << act;
       EXPECT_EQ(sb.kernels().size(), act == "gelu" ? 2u : 1u) << dtype_name(t) << " " << act;
     }
+  }
+}
+
+// x @ w + b, and (x @ w + b) + r with r of the product's shape, are one cuBLASLt call (bias
+// epilogue; the residual as C with beta = 1); a broadcast "residual" is not and stays a kernel.
+TEST(CudaCompiled, BiasAndResidualFoldIntoTheMatmulCall) {
+  if (!skip_reason().empty()) GTEST_SKIP() << skip_reason();
+  for (DType t : {DType::F32, DType::BF16}) {
+    for (std::string form : {"bias", "bias+residual", "residual+bias", "bias+broadcast", "bias[1,1,N]+residual"}) {
+      Graph g("linear");
+      Value* x = g.add_input("x", TensorType{t, {SymInt(3), SymInt(7), SymInt(40)}, Device::CPU});
+      Value* w = g.add_input("w", TensorType{t, {SymInt(40), SymInt(24)}, Device::CPU});
+      const bool bias3 = form == "bias[1,1,N]+residual";
+      std::vector<int64_t> bdims = bias3 ? std::vector<int64_t>{1, 1, 24} : std::vector<int64_t>{24};
+      Value* b = g.add_input("b", TensorType{t, bias3 ? Shape{1, 1, 24} : Shape{24}, Device::CPU});
+      std::vector<int64_t> rdims = form == "bias+broadcast" ? std::vector<int64_t>{24} : std::vector<int64_t>{3, 7, 24};
+      Shape rshape;
+      for (int64_t d : rdims) rshape.push_back(SymInt(d));
+      Value* r = g.add_input("r", TensorType{t, rshape, Device::CPU});
+      Value* z = g.add(Op::Add, {g.add(Op::MatMul, {x, w}), b});
+      Value* y = form == "bias" ? z : form == "residual+bias" ? g.add(Op::Add, {r, z}) : g.add(Op::Add, {z, r});
+      g.set_outputs({y});
+      std::vector<HostTensor> in = {HostTensor::random(t, {3, 7, 40}, 1), HostTensor::random(t, {40, 24}, 2),
+                                    HostTensor::random(t, bdims, 3), HostTensor::random(t, rdims, 4)};
+      auto exe = compile_cuda(g, cuda_options());
+      for (int run = 0; run < 3; ++run) {  // direct, captured, replayed with new values
+        if (run == 2) in[3] = HostTensor::random(t, rdims, 5);
+        Scoreboard sb;
+        std::vector<HostTensor> got = exe->run(in, run == 0 ? &sb : nullptr);
+        EXPECT_EQ(compare_tensors(got[0], interp::run(g, in)[0]), "") << dtype_name(t) << " " << form << " run " << run;
+        if (run == 0) EXPECT_EQ(sb.kernels().size(), form == "bias+broadcast" ? 2u : 1u) << dtype_name(t) << " " << form;
+      }
+    }
+  }
+}
+
+// A sliced view's rows start at any element: the staged copy falls back to element loads there.
+TEST(CudaCompiled, StagedRowsOfAMisalignedSliceMatchTheInterpreter) {
+  if (!skip_reason().empty()) GTEST_SKIP() << skip_reason();
+  for (DType t : {DType::F32, DType::BF16}) {
+    Graph g("sliced_softmax");
+    Value* x = g.add_input("x", TensorType{t, {SymInt(9), SymInt(1025)}, Device::CPU});
+    Value* v = g.add(Op::Slice, {x}, {{"starts", std::vector<int64_t>{1}}, {"ends", std::vector<int64_t>{1025}},
+                                      {"axes", std::vector<int64_t>{1}}});
+    g.set_outputs({g.add(Op::Softmax, {v})});
+    std::vector<std::vector<HostTensor>> runs;
+    for (uint64_t r = 0; r < 3; ++r) runs.push_back({HostTensor::random(t, {9, 1025}, 40 + r, -4, 4)});
+    expect_cuda_matches(g, runs, str("sliced softmax ", dtype_name(t)));
   }
 }
 

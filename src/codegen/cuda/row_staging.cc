@@ -1,0 +1,227 @@
+// Row staging (see row_staging.h): find the buffers a row-block kernel can keep on chip, lay them
+// out in dynamic shared memory and redirect the row loops' loads and stores to the copies.
+#include "codegen/cuda/row_staging.h"
+
+#include <algorithm>
+#include <functional>
+#include <optional>
+#include <map>
+#include <set>
+
+#include "kiln/error.h"
+
+namespace kiln::codegen::cuda {
+
+using lower::Index;
+using lower::Scalar;
+using lower::ScalarPtr;
+using lower::Stmt;
+
+namespace {
+
+// How the row loops touch one parameter.
+struct Access {
+  bool bad = false;             // some access is not `base + i` with this base and extent
+  bool loaded_in_rows = false;
+  bool touched_outside = false; // loaded or stored by a row-level statement
+  int stores = 0;
+  int store_loop = -1;          // the row loop that stores it
+  bool store_is_last = false;   // that store is the loop body's last statement
+  int last_load_loop = -1;
+  int64_t extent = -1;
+  bool have_base = false;
+  Index base;
+
+  void record(const Index& b, int64_t n) {
+    if (!have_base) {
+      base = b, extent = n, have_base = true;
+    } else if (base != b || extent != n) {
+      bad = true;
+    }
+  }
+};
+
+// `index` as `base + var` with base free of var; nullopt when it is not of that form.
+std::optional<Index> contiguous_base(const Index& index, const std::string& var) {
+  Index base = index.substitute({{var, Index(0)}});
+  if (index - base != Index::symbol(var)) return std::nullopt;
+  return base;
+}
+
+void visit_loads(const ScalarPtr& s, const std::function<void(const Scalar&)>& fn) {
+  if (!s) return;
+  if (s->kind == Scalar::kLoad) fn(*s);
+  for (const auto& a : s->args) visit_loads(a, fn);
+}
+
+bool has_loop(const std::vector<Stmt>& body) {
+  for (const Stmt& st : body)
+    if (st.kind == Stmt::kFor) return true;
+  return false;
+}
+
+template <typename Map>
+void mark_touched(const std::vector<Stmt>& body, Map& acc) {
+  for (const Stmt& st : body) {
+    visit_loads(st.value, [&](const Scalar& l) { acc[l.param].bad = true; });
+    if (st.kind == Stmt::kStore) acc[st.param].bad = true;
+    mark_touched(st.body, acc);
+  }
+}
+
+ScalarPtr redirect(const ScalarPtr& s, const std::set<int>& staged, const std::string& var) {
+  if (!s) return s;
+  if (s->kind == Scalar::kLoad) {
+    if (!staged.count(s->param)) return s;
+    return Scalar::load(s->dtype, kStagedParamBase + s->param, Index::symbol(var));
+  }
+  bool changed = false;
+  std::vector<ScalarPtr> args;
+  for (const auto& a : s->args) {
+    args.push_back(redirect(a, staged, var));
+    changed |= args.back() != a;
+  }
+  if (!changed) return s;
+  auto copy = std::make_shared<Scalar>(*s);
+  copy->args = std::move(args);
+  return copy;
+}
+
+int64_t round16(int64_t bytes) { return (bytes + 15) / 16 * 16; }
+
+}  // namespace
+
+RowStaging plan_row_staging(const std::vector<Stmt>& row_body, const std::vector<std::string>& grid_vars,
+                            const std::vector<lower::KernelParam>& params, int64_t budget_bytes) {
+  RowStaging out;
+  out.body = row_body;
+  std::map<int, Access> acc;
+  const std::set<std::string> grid(grid_vars.begin(), grid_vars.end());
+
+  int loop = -1;
+  for (const Stmt& st : row_body) {
+    if (st.kind != Stmt::kFor) {
+      visit_loads(st.value, [&](const Scalar& l) { acc[l.param].touched_outside = true; });
+      if (st.kind == Stmt::kStore) acc[st.param].touched_outside = true;
+      continue;
+    }
+    ++loop;
+    const bool simple = st.extent.is_constant() && !has_loop(st.body);
+    const int64_t n = simple ? st.extent.constant() : 0;
+    if (!simple) {  // nested or symbolic loops are not staged: everything they touch stays global
+      mark_touched(st.body, acc);
+      continue;
+    }
+    for (size_t j = 0; j < st.body.size(); ++j) {
+      const Stmt& leaf = st.body[j];
+      visit_loads(leaf.value, [&](const Scalar& l) {
+        Access& a = acc[l.param];
+        a.loaded_in_rows = true;
+        a.last_load_loop = loop;
+        auto base = contiguous_base(l.index, st.var);
+        if (base) a.record(*base, n);
+        else a.bad = true;
+      });
+      if (leaf.kind == Stmt::kStore) {
+        Access& a = acc[leaf.param];
+        ++a.stores;
+        a.store_loop = loop;
+        a.store_is_last = j + 1 == st.body.size();
+        auto base = contiguous_base(leaf.index, st.var);
+        if (base) a.record(*base, n);
+        else a.bad = true;
+      }
+    }
+  }
+
+  auto invariant = [&](const Index& base) {
+    std::set<std::string> syms;
+    base.collect_symbols(syms);
+    for (const auto& s : syms)
+      if (grid.count(s)) return false;
+    return true;
+  };
+  std::vector<StagedBuffer> inputs, outputs;
+  for (const auto& [p, a] : acc) {
+    if (a.bad || !a.have_base || a.extent <= 0 || p < 0 || size_t(p) >= params.size()) continue;
+    const lower::KernelParam& kp = params[size_t(p)];
+    StagedBuffer b;
+    b.param = p, b.dtype = kp.dtype, b.extent = a.extent, b.base = a.base, b.is_output = kp.is_output;
+    b.row_invariant = invariant(a.base);
+    if (!kp.is_output) {
+      if (!a.loaded_in_rows || (b.row_invariant && kp.may_alias)) continue;
+      inputs.push_back(b);
+    } else {
+      if (a.loaded_in_rows || a.touched_outside || a.stores != 1 || b.row_invariant) continue;
+      outputs.push_back(b);
+    }
+  }
+  // An output written by the last statement of a loop after which its row's input is not read
+  // again can take that input's space: each element is read and written by the same thread, in
+  // that order, because every row loop strides the same way.
+  for (StagedBuffer& o : outputs) {
+    const Access& ao = acc.at(o.param);
+    if (!ao.store_is_last) continue;
+    for (StagedBuffer& in : inputs) {
+      if (in.row_invariant || in.shares_with >= 0 || in.extent != o.extent ||
+          dtype_size(in.dtype) != dtype_size(o.dtype) || acc.at(in.param).last_load_loop > ao.store_loop)
+        continue;
+      in.shares_with = o.param;
+      o.shares_with = in.param;
+      break;
+    }
+  }
+
+  auto layout = [&](bool with_invariant, bool with_unshared_outputs) {
+    std::vector<StagedBuffer> chosen;
+    int64_t bytes = 0;
+    std::map<int, int64_t> offset_of;
+    for (StagedBuffer b : inputs) {
+      if (b.row_invariant && !with_invariant) continue;
+      b.offset = bytes;
+      offset_of[b.param] = bytes;
+      bytes += round16(b.extent * int64_t(dtype_size(b.dtype)));
+      chosen.push_back(b);
+    }
+    for (StagedBuffer b : outputs) {
+      if (b.shares_with >= 0) {
+        b.offset = offset_of.at(b.shares_with);
+      } else {
+        if (!with_unshared_outputs) continue;
+        b.offset = bytes;
+        bytes += round16(b.extent * int64_t(dtype_size(b.dtype)));
+      }
+      chosen.push_back(b);
+    }
+    return std::make_pair(chosen, bytes);
+  };
+  // Rows every row reads (weights) are a convenience, not a necessity (they stay in L1/L2): staged
+  // only while the block's shared memory stays within 48 KiB, so they never cost occupancy.
+  for (auto [inv, outs] : {std::pair{true, true}, {false, true}, {false, false}}) {
+    auto [chosen, bytes] = layout(inv, outs);
+    if (inv && bytes > std::min<int64_t>(budget_bytes, 48 * 1024)) continue;
+    if (bytes <= budget_bytes) {
+      out.buffers = chosen;
+      out.shared_bytes = bytes;
+      break;
+    }
+  }
+  if (out.buffers.empty()) return out;
+
+  std::set<int> staged_loads;
+  std::set<int> staged_stores;
+  for (const StagedBuffer& b : out.buffers) (b.is_output ? staged_stores : staged_loads).insert(b.param);
+  for (Stmt& st : out.body) {
+    if (st.kind != Stmt::kFor || !st.extent.is_constant() || has_loop(st.body)) continue;
+    for (Stmt& leaf : st.body) {
+      leaf.value = redirect(leaf.value, staged_loads, st.var);
+      if (leaf.kind == Stmt::kStore && staged_stores.count(leaf.param)) {
+        leaf.param = kStagedParamBase + leaf.param;
+        leaf.index = Index::symbol(st.var);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace kiln::codegen::cuda
