@@ -17,6 +17,18 @@
 namespace kiln {
 
 struct Value;
+
+// The data of an eager tensor that lives on a device (the CUDA backend defines it; opaque here).
+// Immutable, like a Tensor's host data: ops make new tensors.
+class DeviceData {
+ public:
+  virtual ~DeviceData() = default;
+  virtual Device device() const = 0;
+  virtual DType dtype() const = 0;
+  virtual const std::vector<int64_t>& sizes() const = 0;
+  // The values, copied to the host on first use (waits for the device) and kept.
+  virtual const HostTensor& host() const = 0;
+};
 struct TracedValue;  // the graph value a traced Tensor stands for (src/frontend/trace)
 
 // A handle to a tensor: either a concrete HostTensor (eager mode) or a value of the graph being
@@ -27,10 +39,18 @@ class Tensor {
   // Wraps concrete data (shared, not copied). Always eager, also while tracing: an eager tensor
   // used by a traced op becomes a constant node of the graph.
   static Tensor from_host(HostTensor t);
+  // Wraps device data (see DeviceData); ops on such tensors run on that device, one launch each.
+  static Tensor from_device(std::shared_ptr<const DeviceData> data);
+  // The same values on `device`: to(Device::CUDA) uploads (needs a build with the CUDA backend and
+  // a GPU; kiln/cuda.h), to(Device::CPU) downloads; a tensor already there is returned as is.
+  Tensor to(Device device) const;
+  Device device() const;  // CPU for host and traced tensors
+  // Internal: the device data; null for host and traced tensors.
+  const std::shared_ptr<const DeviceData>& device_data() const { return device_; }
   // Internal: a traced tensor for a graph value of the active trace.
   static Tensor from_traced(std::shared_ptr<const TracedValue> traced);
 
-  bool defined() const { return traced_ != nullptr || has_host_; }
+  bool defined() const { return traced_ != nullptr || has_host_ || device_ != nullptr; }
   bool is_traced() const { return traced_ != nullptr; }
 
   DType dtype() const;
@@ -43,6 +63,7 @@ class Tensor {
   std::vector<int64_t> sizes() const;
 
   // The concrete data; throws kiln::Error for traced tensors (they have no data until run).
+  // For a device tensor: its values copied to the host (waits for the device).
   const HostTensor& host() const;
   // The single element of a one-element eager tensor, as a double.
   double item() const;
@@ -54,6 +75,7 @@ class Tensor {
  private:
   HostTensor host_;
   bool has_host_ = false;
+  std::shared_ptr<const DeviceData> device_;
   std::shared_ptr<const TracedValue> traced_;
 };
 
@@ -66,6 +88,19 @@ class Tensor {
 std::vector<Tensor> apply_multi(Op op, const std::vector<Tensor>& inputs, Attrs attrs = {});
 // Same for ops with exactly one result.
 Tensor apply(Op op, const std::vector<Tensor>& inputs, Attrs attrs = {});
+
+// ---- device backends ----
+// How eager ops reach a device: a backend (the CUDA runtime registers one at start-up when it is
+// built in) uploads host data and runs one op on device operands. `timed`: the caller redirected
+// the scoreboard (ScoreboardScope), so per-kernel device times are wanted even though measuring
+// them waits for the device after every op.
+struct DeviceBackend {
+  std::shared_ptr<const DeviceData> (*upload)(const HostTensor& host) = nullptr;
+  std::vector<Tensor> (*run)(Op op, const std::vector<Tensor>& operands, const Attrs& attrs, Scoreboard* sb,
+                             bool timed) = nullptr;
+};
+// Registers the backend of `device` (replacing any earlier one); used by the CUDA runtime.
+void register_device_backend(Device device, DeviceBackend backend);
 
 // ---- eager instrumentation ----
 

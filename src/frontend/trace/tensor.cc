@@ -67,6 +67,36 @@ Tensor Tensor::from_host(HostTensor t) {
   return out;
 }
 
+Tensor Tensor::from_device(std::shared_ptr<const DeviceData> data) {
+  KILN_ASSERT(data != nullptr);
+  Tensor out;
+  out.device_ = std::move(data);
+  return out;
+}
+
+namespace {
+DeviceBackend& backend_slot(Device d) {
+  static DeviceBackend backends[2];
+  return backends[size_t(d)];
+}
+}  // namespace
+
+void register_device_backend(Device device, DeviceBackend backend) { backend_slot(device) = backend; }
+
+Device Tensor::device() const { return device_ ? device_->device() : Device::CPU; }
+
+Tensor Tensor::to(Device d) const {
+  KILN_CHECK(defined(), "to(", device_name(d), ") on an undefined Tensor");
+  KILN_CHECK(!traced_, "to(", device_name(d), ") on a traced tensor: a traced function runs where it is compiled ",
+             "for (kiln::compile / kiln::compile_cuda)");
+  if (device() == d) return *this;
+  if (d == Device::CPU) return from_host(device_->host());
+  const DeviceBackend& b = backend_slot(d);
+  KILN_CHECK(b.upload != nullptr, "to(", device_name(d), "): this Kiln has no ", device_name(d),
+             " backend (built without it, or no device: see kiln::cuda_unavailable_reason())");
+  return from_device(b.upload(host()));
+}
+
 Tensor Tensor::from_traced(std::shared_ptr<const TracedValue> traced) {
   KILN_ASSERT(traced != nullptr);
   Tensor out;
@@ -77,11 +107,13 @@ Tensor Tensor::from_traced(std::shared_ptr<const TracedValue> traced) {
 TensorType Tensor::type() const {
   KILN_CHECK(defined(), "this Tensor is undefined (default-constructed)");
   if (traced_) return traced_->type;
+  if (device_) return TensorType{device_->dtype(), to_shape(device_->sizes()), device_->device()};
   return TensorType{host_.dtype(), to_shape(host_.shape()), Device::CPU};
 }
 
 DType Tensor::dtype() const {
   KILN_CHECK(defined(), "this Tensor is undefined (default-constructed)");
+  if (device_) return device_->dtype();
   return traced_ ? traced_->type.dtype : host_.dtype();
 }
 
@@ -89,6 +121,7 @@ Shape Tensor::shape() const { return type().shape; }
 
 int Tensor::rank() const {
   KILN_CHECK(defined(), "this Tensor is undefined (default-constructed)");
+  if (device_) return int(device_->sizes().size());
   return traced_ ? traced_->type.rank() : host_.rank();
 }
 
@@ -97,6 +130,7 @@ SymInt Tensor::dim(int axis) const {
   KILN_CHECK(axis >= -r && axis < r, "dim ", axis, " is out of range for a tensor of rank ", r);
   if (axis < 0) axis += r;
   if (traced_) return traced_->type.shape[size_t(axis)];
+  if (device_) return SymInt(device_->sizes()[size_t(axis)]);
   return SymInt(host_.shape()[size_t(axis)]);
 }
 
@@ -104,12 +138,14 @@ SymInt Tensor::numel() const { return type().numel(); }
 
 std::vector<int64_t> Tensor::sizes() const {
   if (!traced_ && has_host_) return host_.shape();
+  if (device_) return device_->sizes();
   return type().static_shape();
 }
 
 const HostTensor& Tensor::host() const {
   KILN_CHECK(!traced_, "host() called on a traced tensor ", traced_ ? traced_->type.to_string() : "",
              ": traced tensors have no data until the traced function runs");
+  if (device_) return device_->host();
   KILN_CHECK(has_host_, "host() called on an undefined Tensor");
   return host_;
 }
@@ -124,6 +160,7 @@ double Tensor::item() const {
 std::string Tensor::to_string(int max_elems) const {
   if (!defined()) return "undefined";
   if (traced_) return str("traced ", traced_->type.to_string(), " (%", traced_->value_id, ")");
+  if (device_) return str(device_->host().to_string(max_elems), " @", device_name(device_->device()));
   return host_.to_string(max_elems);
 }
 
@@ -196,6 +233,23 @@ std::vector<Tensor> run_eagerly(Op op, const std::vector<Tensor>& inputs, size_t
   }
   return result;
 }
+// An op with an operand on a device runs there (one launch per op, the device's eager baseline).
+// Rank-0 host operands (the scalars of `x + 1.0`) go along; other host operands are an error, as
+// silently copying a tensor on every op would hide the cost the scoreboard is there to show.
+std::vector<Tensor> run_on_device(Device device, Op op, const std::vector<Tensor>& inputs, size_t num_operands,
+                                  const Attrs& attrs) {
+  const DeviceBackend& b = backend_slot(device);
+  KILN_CHECK(b.run != nullptr, "op '", op_name(op), "': no ", device_name(device), " backend in this Kiln");
+  std::vector<Tensor> operands(inputs.begin(), inputs.begin() + std::ptrdiff_t(num_operands));
+  for (size_t i = 0; i < operands.size(); ++i) {
+    if (operands[i].device() == device) continue;
+    KILN_CHECK(operands[i].device() == Device::CPU && operands[i].rank() == 0, "op '", op_name(op), "': operand ", i,
+               " is on ", device_name(operands[i].device()), " (", dtype_name(operands[i].dtype()),
+               dims_to_string(operands[i].sizes()), ") and another on ", device_name(device),
+               "; move it with .to(Device::", device == Device::CUDA ? "CUDA" : "CPU", ") first");
+  }
+  return b.run(op, operands, attrs, recording_scoreboard(), tls_redirected && tls_redirect != nullptr);
+}
 }  // namespace
 
 std::vector<Tensor> apply_multi(Op op, const std::vector<Tensor>& inputs, Attrs attrs) {
@@ -212,6 +266,8 @@ std::vector<Tensor> apply_multi(Op op, const std::vector<Tensor>& inputs, Attrs 
   // Sources (full, arange, random) are recorded while tracing so that symbolic shapes work.
   bool record = any_traced || (ctx != nullptr && num_operands == 0 && has_trait(op, kSource));
   if (record) return record_traced(ctx, op, inputs, num_operands, std::move(attrs));
+  for (size_t i = 0; i < num_operands; ++i)
+    if (inputs[i].device() != Device::CPU) return run_on_device(inputs[i].device(), op, inputs, num_operands, attrs);
   return run_eagerly(op, inputs, num_operands, attrs);
 }
 

@@ -151,6 +151,7 @@ struct CudaExecutable::Binding {
   DeviceTensor status;
   std::unique_ptr<CapturedGraph> graph;
   int launches = 0;
+  std::map<const Value*, DevicePtr> external;  // run_device: graph inputs read from the caller's tensors
 };
 
 CudaExecutable::Binding& CudaExecutable::binding_for(const std::vector<HostTensor>& inputs) {
@@ -162,6 +163,12 @@ CudaExecutable::Binding& CudaExecutable::binding_for(const std::vector<HostTenso
     int64_t lhs = guard.lhs.evaluate(dims), rhs = guard.rhs.evaluate(dims);
     KILN_CHECK(lhs == rhs, "guard ", guard.to_string(), " fails for these inputs: ", lhs, " != ", rhs);
   }
+  return binding_for_dims(dims, /*external_inputs=*/false);
+}
+
+CudaExecutable::Binding& CudaExecutable::binding_for_dims(const std::map<std::string, int64_t>& dims,
+                                                          bool external_inputs) {
+  const Graph& g = *lowered->graph;
   std::vector<int64_t> syms;
   for (const auto& s : lowered->symbols) syms.push_back(dims.at(s));
   auto it = bindings_.find(syms);
@@ -171,13 +178,14 @@ CudaExecutable::Binding& CudaExecutable::binding_for(const std::vector<HostTenso
   b->dims = dims;
   b->syms = syms;
   for (size_t i = 0; i < syms.size(); ++i) b->kernel_dims[str("s", i)] = syms[i];
-  // One device buffer per buffer value (no reuse across steps yet: see docs/cuda.md).
+  // One device buffer per buffer value (no reuse across steps yet: see docs/cuda.md); with
+  // external inputs (run_device) the caller's device tensors are read in place.
   for (const auto& [v, slot] : lowered->slots) {
     if (slot.kind == runtime::BufferSlot::kConstant) continue;
+    if (external_inputs && std::find(g.inputs().begin(), g.inputs().end(), v) != g.inputs().end()) continue;
     b->buffers[v] = DeviceTensor::empty(v->type.dtype, eval_shape(v->type.shape, dims), *stream_);
   }
   b->status = DeviceTensor::empty(DType::I32, {1}, *stream_);
-  b->workspace = DeviceTensor::empty(DType::U8, {int64_t(LtMatmul::kWorkspaceBytes)}, *stream_);
   const int sms = CudaDevice::get(options.device).info().multiprocessors;
 
   std::map<const Value*, HostTensor> host_values;
@@ -270,6 +278,9 @@ CudaExecutable::Binding& CudaExecutable::binding_for(const std::vector<HostTenso
     }
     b->steps.push_back(std::move(plan));
   }
+  bool any_matmul = false;
+  for (const StepPlan& plan : b->steps) any_matmul |= plan.matmul != nullptr;
+  if (any_matmul) b->workspace = DeviceTensor::empty(DType::U8, {int64_t(LtMatmul::kWorkspaceBytes)}, *stream_);
   Binding& ref = *b;
   bindings_[syms] = std::move(b);
   return ref;
@@ -282,9 +293,13 @@ void CudaExecutable::enqueue(Binding& b) {
     const Value* root = s.buffer_of(v);
     auto c = constants.find(root);
     if (c != constants.end()) return c->second.data();
+    auto e = b.external.find(root);
+    if (e != b.external.end()) return e->second;
     return b.buffers.at(root).data();
   };
-  KILN_CU(api.cuMemsetD8Async(b.status.data(), 0, 4, stream_->handle()));
+  // The status word only matters when a kernel can set it (integer division or modulo by zero);
+  // clearing it is a driver call per run that eager ops would otherwise pay for nothing.
+  if (uses_status_) KILN_CU(api.cuMemsetD8Async(b.status.data(), 0, 4, stream_->handle()));
   for (StepPlan& plan : b.steps) {
     if (plan.skipped) continue;
     if (plan.library) {
@@ -345,8 +360,10 @@ std::vector<HostTensor> CudaExecutable::outputs() {
   KILN_CHECK(current_ != nullptr, "CudaExecutable::outputs before bind");
   Binding& b = *current_;
   stream_->synchronize();
-  HostTensor status = b.status.download(*stream_);
-  if (status.get_f64(0) != 0) throw Error("a CUDA kernel hit an integer division or modulo by zero");
+  if (uses_status_) {
+    HostTensor status = b.status.download(*stream_);
+    if (status.get_f64(0) != 0) throw Error("a CUDA kernel hit an integer division or modulo by zero");
+  }
   const Graph& g = *lowered->graph;
   const lower::Schedule& s = lowered->schedule;
   std::vector<HostTensor> out;
@@ -417,6 +434,47 @@ std::vector<HostTensor> CudaExecutable::run(const std::vector<HostTensor>& input
     launch();
   }
   return outputs();
+}
+
+std::vector<DeviceTensor> CudaExecutable::run_device(const std::vector<DeviceTensor>& inputs, Scoreboard* sb) {
+  std::lock_guard<std::mutex> lock(run_mutex_);
+  const Graph& g = *lowered->graph;
+  KILN_CHECK(inputs.size() == g.inputs().size(), "graph '", g.name(), "' takes ", g.inputs().size(), " inputs, got ",
+             inputs.size());
+  KILN_CHECK(lowered->symbols.empty(), "graph '", g.name(), "': run_device needs static shapes");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Value* v = g.inputs()[i];
+    KILN_CHECK(inputs[i].dtype() == v->type.dtype && inputs[i].shape() == v->type.static_shape(), "input ", i,
+               " ('", v->name, "') is ", dtype_name(inputs[i].dtype()), dims_to_string(inputs[i].shape()),
+               ", the graph wants ", v->type.to_string());
+  }
+  Binding& b = binding_for_dims({}, /*external_inputs=*/true);
+  const lower::Schedule& s = lowered->schedule;
+  for (size_t i = 0; i < inputs.size(); ++i) b.external[s.buffer_of(g.inputs()[i])] = inputs[i].data();
+  // Fresh output buffers every run: the tensors handed out below must not be overwritten later.
+  for (const Value* v : g.outputs()) {
+    const Value* root = s.buffer_of(v);
+    if (b.buffers.count(root)) b.buffers[root] = DeviceTensor::empty(root->type.dtype, root->type.static_shape(), *stream_);
+  }
+  if (sb) record(b, sb);
+  else enqueue(b);
+  ++b.launches;
+  if (uses_status_) {  // integer division: as the CPU eager kernels, report a zero divisor now
+    HostTensor status = b.status.download(*stream_);
+    KILN_CHECK(status.get_f64(0) == 0, "graph '", g.name(), "': integer division or modulo by zero");
+  }
+  std::vector<DeviceTensor> out;
+  for (const Value* v : g.outputs()) {
+    const Value* root = s.buffer_of(v);
+    DeviceTensor t;
+    if (auto c = constants.find(root); c != constants.end()) t = c->second;
+    else if (auto e = std::find(g.inputs().begin(), g.inputs().end(), root); e != g.inputs().end())
+      t = inputs[size_t(e - g.inputs().begin())];
+    else t = b.buffers.at(root);
+    out.push_back(root == v ? t : t.reshaped(v->type.static_shape()));
+  }
+  b.external.clear();
+  return out;
 }
 
 std::string CudaExecutable::explain() const {
@@ -497,6 +555,7 @@ std::shared_ptr<Executable> compile_cuda(const Graph& g, const CudaCompileOption
   emit.shared_budget_bytes = std::max<int64_t>(0, int64_t(device.info().max_shared_per_block_optin) - 1024);
   for (const auto& lk : low.kernels) exe->kernel_sources.push_back(codegen::cuda::emit_cuda_kernel(lk.kernel, emit));
   exe->source_ = codegen::cuda::cuda_translation_unit(exe->kernel_sources);
+  for (const auto& k : exe->kernel_sources) exe->uses_status_ |= k.source.find(", kiln_status)") != std::string::npos;
   exe->stats_.kernels_generated = low.stats_.kernels_generated;
   exe->stats_.library_calls = low.stats_.library_calls;
   const Clock::time_point t1 = Clock::now();

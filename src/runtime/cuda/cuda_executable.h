@@ -51,6 +51,11 @@ class CudaExecutable : public Executable {
   void launch();
   void synchronize() const { stream_->synchronize(); }
   std::vector<HostTensor> outputs();
+  // Device in, device out (eager ops, static shapes): reads `inputs` in place, queues one run
+  // without a CUDA graph on stream_, and returns the outputs as tensors a later run does not
+  // overwrite (fresh buffers from the caching allocator). With `sb`, each step is timed between
+  // CUDA events, which waits for the device.
+  std::vector<DeviceTensor> run_device(const std::vector<DeviceTensor>& inputs, Scoreboard* sb);
   // Kernel launches (and library calls) one run queues.
   int launches_per_run() const { return int(lowered->steps.size() - skipped_steps_.size() - host_steps_.size()); }
 
@@ -63,12 +68,13 @@ class CudaExecutable : public Executable {
   CompileStats stats_;
   std::string source_;
   std::map<const Value*, DeviceTensor> constants;
-  std::unique_ptr<Stream> stream_;
+  std::shared_ptr<Stream> stream_;  // shared: eager ops (gpu_eager.cc) all run on one stream
   // Matmul step -> the epilogue folded into it, and the kernel step that therefore never runs.
   std::map<size_t, EpilogueMatch> epilogues_;
   std::map<size_t, size_t> epilogue_into_;
   std::set<size_t> skipped_steps_;
-  std::set<size_t> host_steps_;  // shape arithmetic: computed on the CPU at bind time, no launch
+  std::set<size_t> host_steps_;
+  bool uses_status_ = false;  // some kernel reports integer division by zero through the status word  // shape arithmetic: computed on the CPU at bind time, no launch
 
  private:
   struct Binding;  // buffers, matmul plans and the captured graph for one set of dims
@@ -82,6 +88,7 @@ class CudaExecutable : public Executable {
     std::unique_ptr<LtMatmul> matmul;
   };
   Binding& binding_for(const std::vector<HostTensor>& inputs);
+  Binding& binding_for_dims(const std::map<std::string, int64_t>& dims, bool external_inputs);
   void enqueue(Binding& b);
   void record(Binding& b, Scoreboard* sb);
 

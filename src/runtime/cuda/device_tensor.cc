@@ -23,6 +23,14 @@ DeviceTensor DeviceTensor::empty(DType dtype, std::vector<int64_t> shape, const 
   return tensor;
 }
 
+DeviceTensor DeviceTensor::reshaped(std::vector<int64_t> shape) const {
+  KILN_CHECK(numel_of(shape) == numel_, "cannot view device tensor ", dtype_name(dtype_), dims_to_string(shape_), " as ",
+             dims_to_string(shape));
+  DeviceTensor t = *this;
+  t.shape_ = std::move(shape);
+  return t;
+}
+
 DeviceTensor DeviceTensor::upload(const HostTensor& host, const Stream& stream) {
   DeviceTensor tensor = empty(host.dtype(), host.shape(), stream);
   tensor.copy_from_host(host, stream);

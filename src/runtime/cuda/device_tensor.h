@@ -28,6 +28,9 @@ class DeviceTensor {
   // Sets every byte, e.g. 0xFF to poison an output with NaNs before a kernel must overwrite it.
   void fill_bytes(uint8_t value, const Stream& stream);
 
+  // The same storage read with another shape of the same element count.
+  DeviceTensor reshaped(std::vector<int64_t> shape) const;
+
   DType dtype() const { return dtype_; }
   const std::vector<int64_t>& shape() const { return shape_; }
   int64_t numel() const { return numel_; }
