@@ -9,66 +9,19 @@
 
 #include "kiln/interp.h"
 #include "kiln/onnx.h"
+#include "unit/onnx/one_node_model.h"
 
 namespace kiln {
 namespace {
 
 using Ints = std::vector<int64_t>;
 
-struct Io {
-  std::string name;
-  int elem;
-  Ints dims;
-};
+using testing::Io;
 
-// A one-node model with the given graph inputs and outputs (output shapes left to the importer).
-struct QuantNode {
-  onnx::ModelProto m;
-  onnx::NodeProto* node;
-  QuantNode(const std::string& op, const std::vector<Io>& ins, const std::vector<std::string>& outs, int opset = 21) {
-    m.set_ir_version(9);
-    auto* os = m.add_opset_import();
-    os->set_domain("");
-    os->set_version(opset);
-    auto* g = m.mutable_graph();
-    node = g->add_node();
-    node->set_op_type(op);
-    node->set_name("the_" + op);
-    for (const auto& i : ins) {
-      node->add_input(i.name);
-      auto* tt = g->add_input();
-      tt->set_name(i.name);
-      auto* t = tt->mutable_type()->mutable_tensor_type();
-      t->set_elem_type(i.elem);
-      t->mutable_shape();  // a scalar has a shape with no dims
-      for (int64_t d : i.dims) t->mutable_shape()->add_dim()->set_dim_value(d);
-    }
-    for (const auto& o : outs) {
-      node->add_output(o);
-      g->add_output()->set_name(o);
-    }
-  }
-  void attr(const std::string& n, int64_t v) {
-    auto* a = node->add_attribute();
-    a->set_name(n);
-    a->set_type(onnx::AttributeProto::INT);
-    a->set_i(v);
-  }
-  std::vector<HostTensor> run(const std::vector<HostTensor>& feed) {
-    std::string b;
-    m.SerializeToString(&b);
-    return interp::run(*import_onnx_bytes(b, "quant.onnx"), feed);
-  }
-  std::string import_error() {
-    std::string b;
-    m.SerializeToString(&b);
-    try {
-      import_onnx_bytes(b, "quant.onnx");
-    } catch (const Error& e) {
-      return e.what();
-    }
-    return "";
-  }
+// The shared one-node model, outputs left untyped (the importer decides: ints or floats).
+struct QuantNode : testing::OneNode {
+  QuantNode(const std::string& op, const std::vector<Io>& ins, const std::vector<std::string>& outs, int opset = 21)
+      : OneNode(op, ins, outs, opset, /*output_elem=*/0) {}
 };
 
 constexpr int kF = onnx::TensorProto::FLOAT, kU8 = onnx::TensorProto::UINT8, kI8 = onnx::TensorProto::INT8,
