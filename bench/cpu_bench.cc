@@ -5,6 +5,9 @@
 // launched, cold/warm compile times) and, with --json, one JSON object per line for
 // bench/cpu_report.py. Usage:
 //   kiln_cpu_bench [--threads N] [--repeats R] [--only name] [--models DIR] [--json FILE] [--portable]
+//                  [--steps]
+// --steps also prints each compiled and eager step's median time (to stderr), slowest first: where
+// the time of a workload goes, without a trace viewer.
 #include <omp.h>
 #include <unistd.h>
 
@@ -146,12 +149,40 @@ std::vector<HostTensor> run_eager(const Graph& g, const std::vector<HostTensor>&
   return outs;
 }
 
+// Median time of each step over `repeats` runs of `run_once` (which fills a scoreboard), slowest
+// first, with its share of the sum.
+void print_steps(const std::string& title, int repeats, const std::function<void(Scoreboard*)>& run_once) {
+  std::vector<std::vector<double>> times;
+  std::vector<std::string> names;
+  for (int r = 0; r < std::max(repeats, 1); ++r) {
+    Scoreboard s;
+    run_once(&s);
+    times.resize(s.kernels().size());
+    names.resize(s.kernels().size());
+    for (size_t k = 0; k < s.kernels().size(); ++k) {
+      times[k].push_back(s.kernels()[k].time_us);
+      names[k] = s.kernels()[k].name;
+    }
+  }
+  std::vector<std::pair<double, size_t>> med;
+  double total = 0;
+  for (size_t k = 0; k < times.size(); ++k) {
+    std::sort(times[k].begin(), times[k].end());
+    med.push_back({times[k][times[k].size() / 2], k});
+    total += med.back().first;
+  }
+  std::sort(med.rbegin(), med.rend());
+  std::fprintf(stderr, "steps of %s (median us of %d runs; sum %.0f us):\n", title.c_str(), repeats, total);
+  for (auto [us, k] : med)
+    std::fprintf(stderr, "  %3zu %-44s %10.1f  %5.1f%%\n", k, names[k].c_str(), us, 100 * us / std::max(total, 1e-9));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int threads = 2, repeats = 7;
   std::string only, models_dir = ".cache/models", json_path;
-  bool portable = false;
+  bool portable = false, steps = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--blas-core") {  // for bench/run_cpu.sh: which OpenBLAS kernels this CPU got
@@ -160,6 +191,10 @@ int main(int argc, char** argv) {
     }
     if (a == "--portable") {
       portable = true;
+      continue;
+    }
+    if (a == "--steps") {
+      steps = true;
       continue;
     }
     if (i + 1 >= argc) break;
@@ -192,11 +227,13 @@ int main(int argc, char** argv) {
   std::cout << "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
 
   std::vector<Workload> ws;
-  for (int c : {1, 2, 4, 8}) ws.push_back(chain(c));
-  ws.push_back(norm(Op::Softmax));
-  ws.push_back(norm(Op::LayerNorm));
-  ws.push_back(gelu_mlp());
   auto wanted = [&](const std::string& name) { return only.empty() || name.find(only) != std::string::npos; };
+  // Only the wanted workloads are built: the chains alone allocate half a gigabyte of inputs.
+  for (int c : {1, 2, 4, 8})
+    if (wanted(str("chain", c, " 32M f32"))) ws.push_back(chain(c));
+  if (wanted("softmax 4096x4096")) ws.push_back(norm(Op::Softmax));
+  if (wanted("layer_norm 4096x4096")) ws.push_back(norm(Op::LayerNorm));
+  if (wanted("gelu(x@W+b) 1024x1024x4096")) ws.push_back(gelu_mlp());
   for (int64_t b : {1, 8})
     if (wanted(str("gpt_block d512 T128 B", b))) ws.push_back(gpt_block(b));
   namespace fs = std::filesystem;
@@ -246,6 +283,10 @@ int main(int argc, char** argv) {
       Scoreboard s;
       exe->run(w.inputs, &s);
       kt.push_back(s.kernel_us() / 1e3);
+    }
+    if (steps) {
+      print_steps(w.name + ", compiled", repeats, [&](Scoreboard* s) { exe->run(w.inputs, s); });
+      print_steps(w.name + ", eager", repeats, [&](Scoreboard* s) { run_eager(*w.graph, w.inputs, s); });
     }
     std::sort(kt.begin(), kt.end());
     double kernel_gbs = double(sc.bytes_moved()) / (kt[kt.size() / 2] * 1e6);

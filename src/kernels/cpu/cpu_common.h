@@ -44,6 +44,8 @@ extern const KernelFamily kReduceFamily;
 extern const KernelFamily kMatmulFamily;
 extern const KernelFamily kSoftmaxNormFamily;
 extern const KernelFamily kMovementFamily;
+extern const KernelFamily kConvFamily;
+extern const KernelFamily kAttentionFamily;
 
 // Ops whose fast kernel returns the input's storage under a new shape (Ran::kView), so run_op
 // does not allocate their outputs (movement.cc).

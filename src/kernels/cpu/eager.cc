@@ -23,6 +23,7 @@ double micros(Clock::time_point a, Clock::time_point b) {
 const detail::KernelFamily* const kFamilies[] = {
     &detail::kElementwiseUnaryFamily, &detail::kElementwiseBinaryFamily, &detail::kReduceFamily,
     &detail::kMatmulFamily,           &detail::kSoftmaxNormFamily,       &detail::kMovementFamily,
+    &detail::kConvFamily,             &detail::kAttentionFamily,
 };
 
 // The dtype that selects a kernel: the data operand's (where's branches, not its condition), or
@@ -122,7 +123,8 @@ std::vector<HostTensor> run_op(Op op, const Attrs& attrs, const std::vector<Host
 void set_num_threads(int n) {
   int threads = n > 0 ? n : kDefaultThreads;
   omp_set_num_threads(threads);
-  openblas_set_num_threads(threads);
+  // GEMMs are split over the OpenMP team (gemm.h); OpenBLAS's own pool stays idle.
+  openblas_set_num_threads(1);
 }
 
 int num_threads() { return omp_get_max_threads(); }

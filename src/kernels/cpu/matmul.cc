@@ -1,11 +1,10 @@
-// Eager matmul through OpenBLAS (sgemm/dgemm) with numpy semantics: 1-D promotion and batch
-// broadcasting; f16/bf16 convert to f32 around sgemm. Why: a tuned GEMM is the honest eager
+// Eager matmul through OpenBLAS (sgemm/dgemm, split over the OpenMP team by gemm.h) with numpy
+// semantics: 1-D promotion and batch broadcasting; f16/bf16 convert to f32 around sgemm. Why: a tuned GEMM is the honest eager
 // baseline for contractions, and what generated kernels must beat.
-#include <cblas.h>
-
 #include <climits>
 
 #include "kernels/cpu/cpu_common.h"
+#include "kernels/cpu/gemm.h"
 
 namespace kiln::eager::detail {
 
@@ -37,33 +36,27 @@ MatmulShape describe(const HostTensor& a, const HostTensor& b) {
   return s;
 }
 
-template <typename T> void gemm(int m, int n, int k, const T* a, const T* b, T* c) {
-  if constexpr (std::is_same_v<T, float>)
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n);
-  else
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0, a, k, b, n, 0.0, c, n);
-}
-
-// Runs the batched product on float or double buffers.
+// Runs the batched product on float or double buffers, on the OpenMP team (gemm.h).
 template <typename T> void batched_gemm(const MatmulShape& s, const T* a, const T* b, T* c) {
   const int64_t batches = numel_of(s.out_batch);
-  if (s.k == 0) {
-    std::fill(c, c + batches * s.m * s.n, T(0));
-    return;
-  }
   // b shared by every batch and a's batches laid out contiguously: one tall GEMM.
   if (numel_of(s.b_batch) == 1 && numel_of(s.a_batch) == batches) {
-    gemm<T>(int(batches * s.m), int(s.n), int(s.k), a, b, c);
+    gemm_parallel<T>(batches * s.m, s.n, s.k, a, s.k, b, s.n, T(0), c, s.n);
     return;
   }
+  // Element offsets (in batches) of a and b for every output batch, from the broadcast plan.
   BroadcastPlan plan = make_broadcast_plan({s.a_batch, s.b_batch}, s.out_batch);
-  // Rows of the plan walk batch indices; each row has plan.inner batches.
+  std::vector<int64_t> a_index(static_cast<size_t>(batches)), b_index(static_cast<size_t>(batches));
   for_each_row<2>(plan, 0, plan.rows, [&](int64_t row, const int64_t* off) {
     for (int64_t j = 0; j < plan.inner; ++j) {
-      int64_t ia = off[0] + j * plan.inner_stride[0], ib = off[1] + j * plan.inner_stride[1];
-      int64_t ic = row * plan.inner + j;
-      gemm<T>(int(s.m), int(s.n), int(s.k), a + ia * s.m * s.k, b + ib * s.k * s.n, c + ic * s.m * s.n);
+      a_index[size_t(row * plan.inner + j)] = off[0] + j * plan.inner_stride[0];
+      b_index[size_t(row * plan.inner + j)] = off[1] + j * plan.inner_stride[1];
     }
+  });
+  gemm_batched<T>(batches, s.m, s.n, s.k, [&](int64_t i, const T*& pa, const T*& pb, T*& pc) {
+    pa = a + a_index[size_t(i)] * s.m * s.k;
+    pb = b + b_index[size_t(i)] * s.k * s.n;
+    pc = c + i * s.m * s.n;
   });
 }
 

@@ -166,6 +166,60 @@ TEST(EagerFastPaths, MatmulShapes) {
     }
 }
 
+// f32 conv2d through each path of src/kernels/cpu/conv.cc: im2col tiles + sgemm (strides,
+// dilations, asymmetric pads, groups, tiles ending mid-row, channel blocks), 1x1 direct, and the
+// depthwise loop; other dtypes keep the reference kernel.
+TEST(EagerFastPaths, Conv2dPaths) {
+  struct Case { Dims x, w, strides, pads, dilations; int64_t groups; bool bias; };
+  const std::vector<Case> cases = {
+      {{2, 3, 13, 13}, {5, 3, 3, 3}, {2, 2}, {1, 1, 1, 1}, {2, 2}, 1, true},
+      {{2, 6, 13, 13}, {9, 2, 3, 3}, {2, 2}, {1, 1, 1, 1}, {2, 2}, 3, true},
+      {{1, 3, 13, 13}, {6, 1, 3, 3}, {2, 2}, {1, 1, 1, 1}, {2, 2}, 3, false},
+      {{2, 8, 13, 11}, {8, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 8, true},
+      {{1, 7, 13, 13}, {7, 1, 5, 5}, {2, 3}, {2, 0, 2, 1}, {1, 2}, 7, true},
+      {{2, 16, 7, 9}, {12, 16, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, true},
+      {{1, 5, 6, 7}, {3, 5, 1, 1}, {1, 1}, {0, 0, 2, 1}, {1, 1}, 1, false},
+      {{1, 3, 13, 17}, {5, 3, 5, 2}, {1, 3}, {0, 2, 1, 0}, {3, 1}, 1, true},
+      {{1, 4, 40, 40}, {6, 4, 5, 5}, {1, 1}, {2, 2, 2, 2}, {1, 1}, 1, true},
+      {{1, 64, 2, 2}, {128, 64, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true},
+      {{1, 2, 3, 3}, {3, 2, 5, 5}, {1, 1}, {2, 2, 2, 2}, {1, 1}, 1, false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(str(dims_to_string(c.x), " * ", dims_to_string(c.w), " groups ", c.groups));
+    std::vector<HostTensor> in{rand(DType::F32, c.x, 41, -1, 1), rand(DType::F32, c.w, 42, -1, 1)};
+    if (c.bias) in.push_back(rand(DType::F32, {c.w[0]}, 43, -1, 1));
+    Attrs attrs{{"strides", c.strides}, {"pads", c.pads}, {"dilations", c.dilations}, {"groups", c.groups}};
+    expect_matches(Op::Conv2d, in, attrs);
+    // The same result on one thread (the work split must not change what is summed).
+    eager::set_num_threads(1);
+    expect_matches(Op::Conv2d, in, attrs);
+    eager::set_num_threads(0);
+  }
+  expect_matches(Op::Conv2d, {rand(DType::F64, {1, 2, 5, 5}, 44), rand(DType::F64, {3, 2, 3, 3}, 45)}, {},
+                 /*expect_fast=*/false);
+}
+
+// f32 attention without a mask (attention.cc): odd sizes, Tq != Tk both ways (causal rows that
+// mask every key give NaN, as in the reference), an explicit scale; masked calls stay reference.
+TEST(EagerFastPaths, AttentionWithoutMask) {
+  struct Case { Dims q, k, v; };
+  const std::vector<Case> cases = {
+      {{2, 3, 17, 8}, {2, 3, 17, 8}, {2, 3, 17, 8}}, {{1, 13, 5}, {1, 7, 5}, {1, 7, 9}},
+      {{5, 7}, {11, 7}, {11, 3}},                    {{4, 1, 1, 16}, {4, 1, 33, 16}, {4, 1, 33, 16}},
+  };
+  for (const Case& c : cases)
+    for (int64_t causal : {0, 1}) {
+      SCOPED_TRACE(str(dims_to_string(c.q), " ", dims_to_string(c.k), " causal ", causal));
+      std::vector<HostTensor> in{rand(DType::F32, c.q, 51, -2, 2), rand(DType::F32, c.k, 52, -2, 2),
+                                 rand(DType::F32, c.v, 53, -1, 1)};
+      expect_matches(Op::Attention, in, {{"causal", causal}});
+      expect_matches(Op::Attention, in, {{"causal", causal}, {"scale", 0.3}});
+    }
+  HostTensor mask = rand(DType::Bool, {17, 17}, 54);
+  expect_matches(Op::Attention, {rand(DType::F32, {2, 17, 8}, 55), rand(DType::F32, {2, 17, 8}, 56),
+                                 rand(DType::F32, {2, 17, 8}, 57), mask}, {}, /*expect_fast=*/false);
+}
+
 TEST(EagerFastPaths, SoftmaxAndNormsAtOddSizes) {
   for (DType d : {DType::F32, DType::F64, DType::F16, DType::BF16}) {
     SCOPED_TRACE(dtype_name(d));

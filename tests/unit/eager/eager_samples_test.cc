@@ -55,7 +55,8 @@ TEST(EagerSample, FastKernelsCoverTheCommonOps) {
       EXPECT_TRUE(eager::has_fast_kernel(op, d)) << op_name(op) << " " << dtype_name(d);
   EXPECT_TRUE(eager::has_fast_kernel(Op::Add, DType::I32));
   EXPECT_FALSE(eager::has_fast_kernel(Op::MatMul, DType::I32));
-  EXPECT_FALSE(eager::has_fast_kernel(Op::Conv2d, DType::F32));
+  EXPECT_TRUE(eager::has_fast_kernel(Op::Conv2d, DType::F32));   // im2col + sgemm (conv.cc)
+  EXPECT_FALSE(eager::has_fast_kernel(Op::Conv2d, DType::F16));  // f32 only; others: reference
   EXPECT_FALSE(eager::has_fast_kernel(Op::Exp, DType::I32));
 }
 

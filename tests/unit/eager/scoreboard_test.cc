@@ -40,7 +40,7 @@ TEST(EagerScoreboard, OneRecordPerOpWithBytesFromShapes) {
 
   eager::run_op(Op::Conv2d, {}, {HostTensor::random(DType::F32, {1, 2, 5, 5}, 6), HostTensor::random(DType::F32, {3, 2, 3, 3}, 7)}, &sb);
   const KernelRecord& conv = sb.kernels()[3];
-  EXPECT_EQ(conv.name, "conv2d(reference)");
+  EXPECT_EQ(conv.name, "conv2d(openblas)");
   EXPECT_EQ(conv.flops, 2.0 * 1 * 3 * 3 * 3 * 2 * 3 * 3);  // 2*N*O*OH*OW*(C/groups)*kh*kw
 
   // A reshape shares the input's storage: a launch that moves nothing.
