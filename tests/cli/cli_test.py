@@ -7,6 +7,7 @@ Usage: cli_test.py KILN_BINARY TEST_NAME   (one CTest entry per test name; see C
 """
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -182,12 +183,14 @@ def test_gap():
 
 
 def check_dump(d):
-    for f in ["00-input.kir", "graph.dot", "optimized.kir", "lowered.kir", "loop_ir.txt", "kernels.cc", "explain.txt",
-              "fused.dot", "passes.txt"]:
+    for f in ["00-input.kir", "graph.dot", "optimized.kir", "lowered.kir", "loop_ir.txt", "kernels.cc", "kernels.cu",
+              "explain.txt", "fused.dot", "passes.txt"]:
         expect(os.path.getsize(os.path.join(d, f)) > 0, f"dump: {f} empty")
     expect(any(n.endswith(".kir") for n in os.listdir(os.path.join(d, "passes"))), "no per-pass IR")
     dot = open(os.path.join(d, "fused.dot")).read()
     expect(dot.startswith("digraph") and "cluster_g0" in dot and "fillcolor" in dot, "fused.dot has no groups")
+    cu = open(os.path.join(d, "kernels.cu")).read()
+    expect("__global__" in cu and not re.search(r"(?<![A-Za-z_])std::", cu), "kernels.cu is not CUDA for NVRTC")
 
 
 def test_dump():

@@ -68,8 +68,8 @@ Command add_dump_command(CLI::App& parent) {
                    // The CUDA target's kernels (its own lowering: the CPU keeps values in output rows
                    // between passes, the GPU stages rows in shared memory). Text only: no GPU needed.
                    std::vector<codegen::cuda::CudaKernelSource> cuda_kernels;
-                   for (const auto& k : runtime::lower_for_target(*g, copts, "kiln_")->kernels)
-                     cuda_kernels.push_back(codegen::cuda::emit_cuda_kernel(k.kernel));
+                   const auto gpu_lowered = runtime::lower_for_target(*g, copts, "kiln_");
+                   for (const auto& k : gpu_lowered->kernels) cuda_kernels.push_back(codegen::cuda::emit_cuda_kernel(k.kernel));
                    write(dir / "kernels.cu", codegen::cuda::cuda_translation_unit(cuda_kernels));
                    write(dir / "explain.txt", exe->explain());
                    write(dir / "fused.dot", fused_graph_dot(ce));
@@ -82,7 +82,7 @@ Command add_dump_command(CLI::App& parent) {
                              << "  lowered.kir                   after decomposition for fusion\n"
                              << "  fused.dot                     the graph with one colour per kernel (dot -Tsvg)\n"
                              << "  loop_ir.txt, kernels.cc       Loop IR and the generated C++\n"
-                             << "  kernels.cu                    the same kernels as CUDA C++ (--device cuda)\n"
+                             << "  kernels.cu                    the kernels as the CUDA target writes them\n"
                              << "  explain.txt                   fusion decisions, memory plan, compiler command\n";
                    return 0;
                  }};
