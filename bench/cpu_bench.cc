@@ -197,12 +197,17 @@ int main(int argc, char** argv) {
       steps = true;
       continue;
     }
-    if (i + 1 >= argc) break;
-    if (a == "--threads") threads = std::atoi(argv[++i]);
-    else if (a == "--repeats") repeats = std::atoi(argv[++i]);
-    else if (a == "--only") only = argv[++i];
-    else if (a == "--models") models_dir = argv[++i];
-    else if (a == "--json") json_path = argv[++i];
+    const bool has_value = i + 1 < argc;
+    if (a == "--threads" && has_value) threads = std::atoi(argv[++i]);
+    else if (a == "--repeats" && has_value) repeats = std::atoi(argv[++i]);
+    else if (a == "--only" && has_value) only = argv[++i];
+    else if (a == "--models" && has_value) models_dir = argv[++i];
+    else if (a == "--json" && has_value) json_path = argv[++i];
+    else {
+      std::fprintf(stderr, "kiln_cpu_bench: unknown or incomplete option '%s'\nusage: kiln_cpu_bench [--threads N] "
+                   "[--repeats R] [--only name] [--models DIR] [--json FILE] [--portable] [--steps]\n", a.c_str());
+      return 2;
+    }
   }
   std::ofstream json;
   if (!json_path.empty()) json.open(json_path);
