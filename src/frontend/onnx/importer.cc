@@ -141,6 +141,18 @@ std::vector<int64_t> NodeCtx::require_ints(int i, const std::string& what) const
   for (int64_t k = 0; k < t.numel(); ++k) v[size_t(k)] = t.get_i64(k);
   return v;
 }
+std::vector<double> NodeCtx::table(std::initializer_list<int64_t> dims, const std::string& what) const {
+  const int64_t limit = im_.options().max_tensor_bytes / int64_t(sizeof(double));
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    if (d < 0) fail(str("the ", what, " table would have a negative size ", d));
+    if (d != 0 && n > limit / d) fail(str("the ", what, " table its dims ask for is larger than ", limit,
+                                          " elements (ImportOptions::max_tensor_bytes)"));
+    n *= d;
+  }
+  return std::vector<double>(size_t(n), 0.0);
+}
+
 std::vector<SymInt> NodeCtx::require_dims(int i, const std::string& what) const {
   if (!has_input(i)) fail(str(what, " (input ", i, ") is missing: the node has ", num_inputs(), " inputs"));
   auto d = known_dims(i);

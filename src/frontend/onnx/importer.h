@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <initializer_list>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -52,6 +53,9 @@ class NodeCtx {
   HostTensor require_known(int i, const std::string& what) const;
   std::vector<int64_t> require_ints(int i, const std::string& what) const;
   std::vector<SymInt> require_dims(int i, const std::string& what) const;
+  // A zeroed table of prod(dims) doubles for a decomposition's constant matrix; an error naming the
+  // node (not an allocation failure or an overflow) when the model's dims make it absurdly large.
+  std::vector<double> table(std::initializer_list<int64_t> dims, const std::string& what) const;
 
   // ---- attributes ----
   const onnx::AttributeProto* attr(const std::string& name) const;

@@ -121,7 +121,7 @@ void scatter_elements(NodeCtx& c) {
     if (ishape[size_t(d)] > dshape[size_t(d)] && d != axis) c.fail(str("indices dim ", d, " is larger than data's"));
   auto st = leading_strides(dshape, size_t(rank));
   int64_t U = numel_of_dims(ishape);
-  std::vector<double> base(size_t(U), 0.0);  // sum of the non-axis coordinates times their strides
+  std::vector<double> base = c.table({U}, "index base");  // sum of the non-axis coordinates times their strides
   for (int64_t i = 0; i < U; ++i) {
     int64_t rem = i, acc = 0;
     for (int d = rank - 1; d >= 0; --d) {
@@ -158,7 +158,7 @@ void gather_nd(NodeCtx& c) {
   int64_t U = numel_of_dims(ishape) / k;  // index tuples, batch included
   Value* lin = linear_index(c, idx, inner, k);
   if (b > 0) {
-    std::vector<double> off(static_cast<size_t>(U));
+    std::vector<double> off = c.table({U}, "index offset");
     for (int64_t u = 0; u < U; ++u) off[size_t(u)] = double((u / (U / B)) * M);
     lin = c.emit(Op::Add, {lin, const_of(c, DType::I64, {U}, off)});
   }

@@ -82,7 +82,7 @@ Value* conv_transpose3d(NodeCtx& c, Value* x, Value* w, const std::vector<int64_
                      {"output_padding", std::vector<int64_t>{out_pad[1], out_pad[2]}}, {"groups", groups}});
   int64_t O = groups * Og, OH = static_dim(c, y, 2, "output"), OW = static_dim(c, y, 3, "output");
   y = permute(c, c.reshape(y, {N, D, O, kD, OH * OW}), {0, 2, 1, 3, 4});
-  std::vector<double> m(size_t(OD * D * kD), 0.0);
+  std::vector<double> m = c.table({OD, D, kD}, "depth placement");
   for (int64_t d = 0; d < D; ++d)
     for (int64_t k = 0; k < kD; ++k) {
       int64_t od = d * strides[0] + k * dil[0] - pads[0];
@@ -454,7 +454,7 @@ std::vector<double> antialias_coeffs(bool cubic, double ratio, double scale, dou
 // built from the reference's taps (nearest `n` edge-padded neighbours, ties to the lower index).
 std::vector<double> antialias_matrix(NodeCtx& c, int64_t in, int64_t out, double scale, bool cubic,
                                      const std::string& coord, double A, bool exclude_outside) {
-  std::vector<double> m(size_t(out * in), 0.0);
+  std::vector<double> m = c.table({out, in}, "resize weight");
   double out_w = scale * double(in);
   for (int64_t o = 0; o < out; ++o) {
     double xo = double(o), xi;

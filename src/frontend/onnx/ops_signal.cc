@@ -71,7 +71,7 @@ Value* dft_along(NodeCtx& c, Value* x, int axis, int64_t length, bool onesided, 
   Value* re = part(0);
   Value* im = comp == 2 ? part(1) : nullptr;
   int64_t bins = onesided ? length / 2 + 1 : length;
-  std::vector<double> cs(size_t(length * bins)), sn(size_t(length * bins));
+  std::vector<double> cs = c.table({length, bins}, "DFT cosine"), sn = c.table({length, bins}, "DFT sine");
   for (int64_t i = 0; i < length; ++i)
     for (int64_t k = 0; k < bins; ++k) {
       double a = 2 * M_PI * double((i * k) % length) / double(length);

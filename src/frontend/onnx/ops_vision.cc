@@ -222,7 +222,7 @@ void col2im_separable(NodeCtx& c, Value* x, const std::vector<int64_t>& image, c
   }
   Value* y = c.reshape(c.emit(Op::Permute, {c.reshape(x, dims(split))}, {{"perm", perm}}), dims(paired));
   for (size_t i = 0; i < S; ++i) {
-    std::vector<double> m(size_t(image[i] * block[i] * nb[i]), 0.0);
+    std::vector<double> m = c.table({image[i], block[i], nb[i]}, "Col2Im placement");
     for (int64_t j = 0; j < block[i]; ++j)
       for (int64_t b = 0; b < nb[i]; ++b) {
         int64_t pos = b * strides[i] + j * dil[i] - pads[i];
@@ -258,7 +258,7 @@ void col2im(NodeCtx& c) {
     out_pad.push_back(image[size_t(i)] - ((n - 1) * str_[size_t(i)] - pads[size_t(i)] - pads[size_t(i + 2)] + span));
   }
   if (nb[0] * nb[1] != xs[2]) c.fail(str("input has ", xs[2], " blocks, the image holds ", nb[0] * nb[1]));
-  std::vector<double> w(size_t(C * K * K), 0.0);  // [C*K, 1, kh, kw]: channel c*K + j puts its value at tap j
+  std::vector<double> w = c.table({C, K, K}, "Col2Im tap");  // [C*K, 1, kh, kw]: channel c*K + j puts its value at tap j
   for (int64_t ch = 0; ch < C; ++ch)
     for (int64_t j = 0; j < K; ++j) w[size_t((ch * K + j) * K + j)] = 1.0;
   Value* wt = const_of(c, x->type.dtype, {C * K, 1, block[0], block[1]}, w);
@@ -279,7 +279,7 @@ void lp_pool_separable(NodeCtx& c, Value* x) {
   Value* y = c.emit(Op::Pow, {c.emit(Op::Abs, {x}), scalar_of(c, dt, p)});
   for (size_t i = 0; i < axes.size(); ++i) {
     const PoolAxis& a = axes[i];
-    std::vector<double> m(size_t(a.out * a.in), 0.0);
+    std::vector<double> m = c.table({a.out, a.in}, "window");
     for (int64_t o = 0; o < a.out; ++o)
       for (int64_t j = 0; j < a.k; ++j) {
         int64_t q = o * a.s + j * a.d - a.pb;
@@ -518,7 +518,7 @@ void avg_pool_dilated(NodeCtx& c) {
   Value* y = c.cast(x, DType::F64);
   for (size_t i = 0; i < axes.size(); ++i) {
     const PoolAxis& a = axes[i];
-    std::vector<double> m(size_t(a.out * a.in), 0.0);
+    std::vector<double> m = c.table({a.out, a.in}, "window");
     for (int64_t o = 0; o < a.out; ++o) {
       std::vector<int64_t> hits;
       int64_t kept = 0;

@@ -567,6 +567,14 @@ TEST(OnnxDecomp, MalformedNodesNameTheNode) {
     EXPECT_NE(e.find("W must be"), std::string::npos) << e;
   }
   {
+    // Declared dims that would make the decomposition's constant table absurdly large: a clear
+    // error naming the node, not an allocation failure.
+    OneNode n("DFT", {{"x", F, {1, int64_t(3) << 30, 1}}}, {"y"}, 17);
+    std::string e = n.import_error();
+    EXPECT_NE(e.find("the_DFT"), std::string::npos) << e;
+    EXPECT_NE(e.find("DFT cosine table"), std::string::npos) << e;
+  }
+  {
     OneNode n("DFT", {{"x", F, {4, 3}}}, {"y"}, 17);  // last dim must be 1 or 2
     std::string e = n.import_error();
     EXPECT_NE(e.find("the_DFT"), std::string::npos) << e;
