@@ -46,6 +46,7 @@ extern const KernelFamily kSoftmaxNormFamily;
 extern const KernelFamily kMovementFamily;
 extern const KernelFamily kConvFamily;
 extern const KernelFamily kAttentionFamily;
+extern const KernelFamily kPoolFamily;
 
 // Ops whose fast kernel returns the input's storage under a new shape (Ran::kView), so run_op
 // does not allocate their outputs (movement.cc).

@@ -23,7 +23,7 @@ double micros(Clock::time_point a, Clock::time_point b) {
 const detail::KernelFamily* const kFamilies[] = {
     &detail::kElementwiseUnaryFamily, &detail::kElementwiseBinaryFamily, &detail::kReduceFamily,
     &detail::kMatmulFamily,           &detail::kSoftmaxNormFamily,       &detail::kMovementFamily,
-    &detail::kConvFamily,             &detail::kAttentionFamily,
+    &detail::kConvFamily,             &detail::kAttentionFamily,         &detail::kPoolFamily,
 };
 
 // The dtype that selects a kernel: the data operand's (where's branches, not its condition), or

@@ -3,6 +3,8 @@
 // must not depend on the thread count, and user errors that must be kiln::Error.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <cmath>
 
 #include "kernels/cpu/eager.h"
@@ -197,6 +199,34 @@ TEST(EagerFastPaths, Conv2dPaths) {
   }
   expect_matches(Op::Conv2d, {rand(DType::F64, {1, 2, 5, 5}, 44), rand(DType::F64, {3, 2, 3, 3}, 45)}, {},
                  /*expect_fast=*/false);
+}
+
+// f32 max pooling (pool.cc) against the reference kernel: odd sizes, strides, dilations,
+// asymmetric padding, ceil_mode windows that run past the input, a NaN in the input, one thread
+// and two; other dtypes stay on the reference kernel.
+TEST(EagerFastPaths, MaxPool2dPaths) {
+  struct Case { Dims x, kernel, strides, pads, dilations; int64_t ceil; };
+  const std::vector<Case> cases = {
+      {{2, 3, 13, 13}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 0},
+      {{1, 5, 17, 11}, {2, 3}, {1, 2}, {0, 1, 1, 0}, {2, 1}, 0},
+      {{3, 2, 9, 10}, {3, 2}, {2, 3}, {1, 0, 1, 1}, {1, 1}, 1},
+      {{1, 64, 32, 32}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 0},  // ResNet's stem pool
+      {{1, 1, 4, 4}, {4, 4}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 0},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(str(dims_to_string(c.x), " kernel ", dims_to_string(c.kernel), " ceil ", c.ceil));
+    HostTensor x = rand(DType::F32, c.x, 51, -3, 3);
+    Attrs attrs{{"kernel", c.kernel}, {"strides", c.strides}, {"pads", c.pads}, {"dilations", c.dilations},
+                {"ceil_mode", c.ceil}};
+    expect_matches(Op::MaxPool2d, {x}, attrs);
+    eager::set_num_threads(1);
+    expect_matches(Op::MaxPool2d, {x}, attrs);
+    eager::set_num_threads(0);
+  }
+  HostTensor x = rand(DType::F32, {1, 2, 6, 6}, 52);
+  x.set_f64(7, std::numeric_limits<double>::quiet_NaN());
+  expect_matches(Op::MaxPool2d, {x}, {{"kernel", Dims{3, 3}}, {"strides", Dims{2, 2}}});
+  expect_matches(Op::MaxPool2d, {rand(DType::F64, {1, 2, 6, 6}, 53)}, {{"kernel", Dims{2, 2}}}, /*expect_fast=*/false);
 }
 
 // f32 attention without a mask (attention.cc): odd sizes, Tq != Tk both ways (causal rows that
