@@ -356,6 +356,11 @@ std::string emit_kernel(const LoopKernel& k, const CTarget& target) {
 }
 
 std::string c_scalar_expression(const lower::Scalar& s) { return scalar_expr(s); }
+std::vector<const lower::Stmt*> c_outer_accumulators(const std::vector<lower::Stmt>& body) {
+  std::vector<const Stmt*> out;
+  outer_accumulators(body, {}, out);
+  return out;
+}
 std::string c_index_expression(const lower::Index& index) { return index_text(index); }
 std::string c_store_expression(DType t, const std::string& v) { return store_expr(t, v); }
 std::string c_storage_type(DType t) { return storage_type(t); }

@@ -23,6 +23,9 @@ bool can_emit_elementwise(const Node& n);
 // Helper functions every generated translation unit starts with (16-bit float conversions,
 // NaN-propagating max/min, wrapping integer division...).
 std::string c_prelude();
+// The prelude's integer division, remainder and power helpers, each declared `qualifier` ("inline";
+// "__device__ inline" in the CUDA prelude).
+std::string c_integer_helpers(const std::string& qualifier);
 
 // One kernel: `void name(void* const* bufs, const int64_t* syms, int nthreads, int* status)`.
 // status is set to 1 when an integer division or modulo by zero happened.
@@ -35,6 +38,9 @@ std::string c_index_expression(const lower::Index& index);
 std::string c_store_expression(DType param_dtype, const std::string& value);  // value -> storage
 std::string c_storage_type(DType t);                                          // pointer element type
 std::string c_accumulator_identity(DType t, lower::Fold f);
+// Accumulators updated somewhere inside `body` but not initialised inside it, in first-use order
+// (the ones a loop over `body` must combine across its lanes, threads or a CUDA block).
+std::vector<const lower::Stmt*> c_outer_accumulators(const std::vector<lower::Stmt>& body);
 std::string c_accumulator_update(const lower::Stmt& update);  // "acc = fold(acc, value);"
 // "fold(a, b)" for combining two partial accumulators of one fold.
 std::string c_fold_combine(DType t, lower::Fold f, const std::string& a, const std::string& b);

@@ -4,7 +4,6 @@
 #include "codegen/cuda/cuda_emitter.h"
 
 #include <algorithm>
-#include <set>
 #include <sstream>
 
 #include "codegen/common/c_emitter.h"
@@ -40,19 +39,6 @@ bool contains_loop(const std::vector<Stmt>& body) {
   for (const Stmt& st : body)
     if (st.kind == Stmt::kFor) return true;
   return false;
-}
-
-// Accumulators updated somewhere inside `body` but not initialised inside it, in first-use order.
-void outer_accumulators(const std::vector<Stmt>& body, std::set<std::string> declared, std::vector<const Stmt*>& out) {
-  for (const Stmt& st : body) {
-    if (st.kind == Stmt::kAccInit) declared.insert(st.name);
-    if (st.kind == Stmt::kAccUpdate && !declared.count(st.name)) {
-      bool seen = false;
-      for (const Stmt* o : out) seen |= o->name == st.name;
-      if (!seen) out.push_back(&st);
-    }
-    if (st.kind == Stmt::kFor) outer_accumulators(st.body, declared, out);
-  }
 }
 
 struct Printer {
@@ -112,8 +98,7 @@ struct Printer {
         emit_leaf(st, depth, /*single_writer=*/true);
         continue;
       }
-      std::vector<const Stmt*> accs;
-      outer_accumulators(st.body, {}, accs);
+      std::vector<const Stmt*> accs = c_outer_accumulators(st.body);
       const std::string before = str("_before", loops_++);
       for (const Stmt* a : accs) {
         line(depth, str(ct(a->dtype), " ", a->name, before, " = ", a->name, ";"));

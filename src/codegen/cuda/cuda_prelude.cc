@@ -1,6 +1,7 @@
 // The helper prelude of generated CUDA (see cuda_emitter.h). It mirrors the CPU prelude
 // (src/codegen/common/c_prelude.cc) name for name, so the shared expressions mean the same thing
 // on both targets; NVRTC has no standard library, so `kstd` supplies the std:: math they call.
+#include "codegen/common/c_emitter.h"
 #include "codegen/cuda/cuda_emitter.h"
 
 #include "kiln/error.h"
@@ -166,35 +167,9 @@ template <typename T> __device__ inline T kiln_pymod(T x, T y) {
   if ((r < T(0)) != (y < T(0))) r += y;
   return r;
 }
-template <typename T> __device__ inline T kiln_idiv(T x, T y, int* status) {
-  if (y == T(0)) { *status = 1; return T(0); }
-  if (int64_t(y) == -1) return T(uint64_t(0) - uint64_t(x));
-  return T(int64_t(x) / int64_t(y));
-}
-template <typename T> __device__ inline T kiln_imod(T x, T y, bool c_fmod, int* status) {
-  if (y == T(0)) { *status = 1; return T(0); }
-  if (int64_t(y) == -1) return T(0);
-  int64_t r = int64_t(x) % int64_t(y);
-  if (!c_fmod && r != 0 && ((r < 0) != (int64_t(y) < 0))) r += int64_t(y);
-  return T(r);
-}
-template <typename T> __device__ inline T kiln_ipow(T base_in, T exp_in, int* status) {
-  int64_t base = int64_t(base_in), e = int64_t(exp_in);
-  if (e < 0) {
-    if (base == 0) { *status = 1; return T(0); }
-    if (base == 1) return T(1);
-    if (base == -1) return T(e % 2 == 0 ? 1 : -1);
-    return T(0);
-  }
-  uint64_t result = 1, power = uint64_t(base);
-  for (uint64_t k = uint64_t(e); k != 0; k >>= 1) {
-    if (k & 1) result *= power;
-    power *= power;
-  }
-  return T(result);
-}
-__device__ inline int64_t kiln_imax(int64_t a, int64_t b) { return a > b ? a : b; }
-
+)KILN";
+  text += c_integer_helpers("__device__ inline");
+  text += R"KILN(
 __device__ inline void kiln_copy_bytes(void* to, const void* from, int n) {
   for (int i = 0; i < n; ++i) static_cast<unsigned char*>(to)[i] = static_cast<const unsigned char*>(from)[i];
 }
