@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <variant>
 #include <vector>
@@ -13,17 +14,22 @@
 
 namespace kiln {
 
-enum class AttrKind : uint8_t { Int, Float, Ints, Floats, String, DType, Shape, Tensor };
+class Graph;
+// A sub-graph attribute (If's branches, Loop's and Scan's body). Immutable once built, so clones
+// of a node share it; it reads only its own inputs (captured outer values are explicit operands).
+using GraphAttr = std::shared_ptr<const Graph>;
+
+enum class AttrKind : uint8_t { Int, Float, Ints, Floats, String, DType, Shape, Tensor, Graph };
 std::string_view attr_kind_name(AttrKind k);
 
 using AttrValue = std::variant<int64_t, double, std::vector<int64_t>, std::vector<double>,
-                               std::string, DType, Shape, HostTensor>;
+                               std::string, DType, Shape, HostTensor, GraphAttr>;
 AttrKind attr_kind_of(const AttrValue& v);
 
 // Text form of one value: 3, 1.5, [1, 2], [0.5], "tanh", f32, [B, 4], dense<f32[2]>[1.0, 2.0].
 std::string attr_to_string(const AttrValue& v);
 // Parses one value of the expected kind starting at text[pos]; advances pos. Throws kiln::Error
-// with a message naming the column.
+// with a message naming the column. (Graph values span lines: the text IR parser reads them.)
 AttrValue parse_attr_value(const std::string& text, size_t& pos, AttrKind expected);
 
 class Attrs {
@@ -45,6 +51,7 @@ class Attrs {
   DType get_dtype(const std::string& name) const;
   Shape get_shape(const std::string& name) const;  // accepts an int list too
   const HostTensor& get_tensor(const std::string& name) const;
+  const Graph& get_graph(const std::string& name) const;
 
   const std::map<std::string, AttrValue>& items() const { return map_; }
   friend bool operator==(const Attrs& a, const Attrs& b);

@@ -23,7 +23,16 @@ namespace kiln {
   X(U8, "u8", 1, false, false)         \
   X(U16, "u16", 2, false, false)       \
   X(U32, "u32", 4, false, false)       \
-  X(Bool, "bool", 1, false, false)
+  X(Bool, "bool", 1, false, false)     \
+  X(U64, "u64", 8, false, false)       \
+  X(I4, "i4", 1, false, true)          \
+  X(U4, "u4", 1, false, false)         \
+  X(F8E4M3FN, "f8e4m3fn", 1, true, false)     \
+  X(F8E4M3FNUZ, "f8e4m3fnuz", 1, true, false) \
+  X(F8E5M2, "f8e5m2", 1, true, false)         \
+  X(F8E5M2FNUZ, "f8e5m2fnuz", 1, true, false) \
+  X(F4E2M1, "f4e2m1", 1, true, false)         \
+  X(F8E8M0, "f8e8m0", 1, true, false)
 
 enum class DType : uint8_t {
 #define KILN_X(e, s, n, f, si) e,
@@ -31,7 +40,7 @@ enum class DType : uint8_t {
 #undef KILN_X
 };
 
-inline constexpr int kNumDTypes = 12;
+inline constexpr int kNumDTypes = 21;
 
 std::string_view dtype_name(DType t);
 std::optional<DType> parse_dtype(std::string_view s);
@@ -39,6 +48,11 @@ int dtype_size(DType t);
 bool is_float(DType t);
 inline bool is_integer(DType t) { return !is_float(t) && t != DType::Bool; }
 bool is_signed_int(DType t);
+// The 8- and 4-bit floats (f8e4m3fn, f8e4m3fnuz, f8e5m2, f8e5m2fnuz, f4e2m1, f8e8m0) and the 4-bit
+// integers (i4, u4): storage formats held one element per byte, computed in float / int64.
+bool is_narrow(DType t);
+bool is_narrow_float(DType t);
+inline bool is_4bit(DType t) { return t == DType::I4 || t == DType::U4 || t == DType::F4E2M1; }
 
 // ---- 16-bit float conversions (round to nearest, ties to even; NaN stays NaN) ----
 uint16_t f32_to_f16_bits(float f);
@@ -53,6 +67,20 @@ inline float bf16_bits_to_f32(uint16_t b) {
 // Correct rounding straight from double (avoids double rounding through f32).
 uint16_t f64_to_f16_bits(double d);
 uint16_t f64_to_bf16_bits(double d);
+
+// ---- 8- and 4-bit floats (ONNX FLOAT8E4M3FN/FNUZ, FLOAT8E5M2/FNUZ, FLOAT4E2M1, FLOAT8E8M0) ----
+// f32 -> code, round to nearest even; values beyond the largest finite one (and infinities) give
+// the format's overflow value: NaN (e4m3fn, the FNUZ types), inf (e5m2), +-6 (f4e2m1, which has
+// neither). FNUZ types have no -0. NaN -> NaN (f4e2m1: +0). f8e8m0 (2^(c-127), no sign) rounds
+// |x| up to a power of two; above 2^127 is NaN. Saturation is the caller's clamp (as the ONNX
+// importer does). The code sits in the low bits (4-bit types: the low nibble).
+uint8_t f32_to_narrow_bits(DType t, float f);
+float narrow_bits_to_f32(DType t, uint8_t code);
+// The largest finite value of a narrow float type.
+double narrow_float_max(DType t);
+// 4-bit integers: the low nibble, sign-extended for i4 (wraps like a narrowing integer cast).
+inline int8_t wrap_i4(int64_t v) { return int8_t(int8_t((v & 0xf) ^ 0x8) - 8); }
+inline uint8_t wrap_u4(int64_t v) { return uint8_t(v & 0xf); }
 
 // Storage types for the 16-bit floats, usable as element types in kernels.
 struct Half {
@@ -70,6 +98,15 @@ struct BFloat16 {
   static BFloat16 from_bits(uint16_t b) { BFloat16 h; h.bits = b; return h; }
 };
 
+// Storage type for the 8- and 4-bit floats: one code per byte.
+template <DType D> struct NarrowFloat {
+  uint8_t bits = 0;
+  NarrowFloat() = default;
+  explicit NarrowFloat(float f) : bits(f32_to_narrow_bits(D, f)) {}
+  operator float() const { return narrow_bits_to_f32(D, bits); }
+  static NarrowFloat from_bits(uint8_t b) { NarrowFloat h; h.bits = b; return h; }
+};
+
 // C++ element type for each DType, and the dispatch helper used by kernels.
 template <DType D> struct CType;
 template <> struct CType<DType::F32> { using type = float; };
@@ -84,6 +121,15 @@ template <> struct CType<DType::U8> { using type = uint8_t; };
 template <> struct CType<DType::U16> { using type = uint16_t; };
 template <> struct CType<DType::U32> { using type = uint32_t; };
 template <> struct CType<DType::Bool> { using type = bool; };
+template <> struct CType<DType::U64> { using type = uint64_t; };
+template <> struct CType<DType::I4> { using type = int8_t; };
+template <> struct CType<DType::U4> { using type = uint8_t; };
+template <> struct CType<DType::F8E4M3FN> { using type = NarrowFloat<DType::F8E4M3FN>; };
+template <> struct CType<DType::F8E4M3FNUZ> { using type = NarrowFloat<DType::F8E4M3FNUZ>; };
+template <> struct CType<DType::F8E5M2> { using type = NarrowFloat<DType::F8E5M2>; };
+template <> struct CType<DType::F8E5M2FNUZ> { using type = NarrowFloat<DType::F8E5M2FNUZ>; };
+template <> struct CType<DType::F4E2M1> { using type = NarrowFloat<DType::F4E2M1>; };
+template <> struct CType<DType::F8E8M0> { using type = NarrowFloat<DType::F8E8M0>; };
 
 // Calls fn(T{}) with T the C++ element type of `t`.
 template <typename Fn> decltype(auto) dispatch_dtype(DType t, Fn&& fn) {
@@ -100,6 +146,15 @@ template <typename Fn> decltype(auto) dispatch_dtype(DType t, Fn&& fn) {
     case DType::U16: return fn(uint16_t{});
     case DType::U32: return fn(uint32_t{});
     case DType::Bool: return fn(bool{});
+    case DType::U64: return fn(uint64_t{});
+    case DType::I4: return fn(int8_t{});   // values kept in [-8, 7]
+    case DType::U4: return fn(uint8_t{});  // values kept in [0, 15]
+    case DType::F8E4M3FN: return fn(NarrowFloat<DType::F8E4M3FN>{});
+    case DType::F8E4M3FNUZ: return fn(NarrowFloat<DType::F8E4M3FNUZ>{});
+    case DType::F8E5M2: return fn(NarrowFloat<DType::F8E5M2>{});
+    case DType::F8E5M2FNUZ: return fn(NarrowFloat<DType::F8E5M2FNUZ>{});
+    case DType::F4E2M1: return fn(NarrowFloat<DType::F4E2M1>{});
+    case DType::F8E8M0: return fn(NarrowFloat<DType::F8E8M0>{});
   }
   __builtin_unreachable();
 }

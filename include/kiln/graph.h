@@ -124,6 +124,8 @@ class Graph {
 std::string print_graph(const Graph& g);
 // Throws kiln::Error "line L, column C: ..." on malformed text.
 std::unique_ptr<Graph> parse_graph(const std::string& text);
+// One type in the text form: "f32[B, 4]", "seq<f32[2], f32[3]>", "opt<seq<i64>>".
+TensorType parse_type(const std::string& text);
 // Checks SSA, use lists, operand counts, attributes and re-inferred types; throws kiln::Error
 // naming the node and the rule broken (src/ir/verifier.cc).
 void verify(const Graph& g);

@@ -12,6 +12,10 @@
 
 namespace kiln {
 
+// What a value is: a tensor, or a container of tensors (ONNX sequences and optionals). Why: the
+// IR's types (TensorType::kind) and host values (HostTensor::kind) share one enum.
+enum class ValueKind : uint8_t { Tensor, Sequence, Optional };
+
 class HostTensor {
  public:
   HostTensor() = default;
@@ -26,12 +30,20 @@ class HostTensor {
   static HostTensor random(DType dtype, std::vector<int64_t> shape, uint64_t seed, double lo = -1,
                            double hi = 1);
 
+  // Container values (ValueKind::Sequence / Optional): `items` are the elements (an optional holds
+  // zero or one); `dtype` is the element dtype. They have no storage of their own (numel 0).
+  static HostTensor sequence(DType dtype, std::vector<HostTensor> items);
+  static HostTensor optional(DType dtype, std::vector<HostTensor> items);  // 0 items: empty
+  ValueKind kind() const { return kind_; }
+  bool is_tensor() const { return kind_ == ValueKind::Tensor; }
+  const std::vector<HostTensor>& items() const;
+
   DType dtype() const { return dtype_; }
   const std::vector<int64_t>& shape() const { return shape_; }
   int rank() const { return int(shape_.size()); }
   int64_t numel() const { return numel_; }
   size_t nbytes() const { return size_t(numel_) * size_t(dtype_size(dtype_)); }
-  bool defined() const { return storage_ != nullptr || numel_ == 0; }
+  bool defined() const { return storage_ != nullptr || numel_ == 0 || !is_tensor(); }
 
   void* raw() { return storage_.get(); }
   const void* raw() const { return storage_.get(); }
@@ -58,6 +70,8 @@ class HostTensor {
   std::vector<int64_t> shape_;
   int64_t numel_ = 0;
   std::shared_ptr<uint8_t[]> storage_;
+  ValueKind kind_ = ValueKind::Tensor;
+  std::shared_ptr<const std::vector<HostTensor>> items_;  // containers only
 };
 
 int64_t numel_of(const std::vector<int64_t>& shape);

@@ -23,6 +23,14 @@ std::map<std::string, int64_t> bind_symbols(const Graph& g, const std::vector<Ho
 // fallbacks and constant folding.
 std::vector<HostTensor> run_op(Op op, const Attrs& attrs, const std::vector<HostTensor>& inputs);
 
+// Runs one node of a graph on concrete operands, its output types evaluated with `bindings` (the
+// compiled executable's host steps: control flow and containers).
+std::vector<HostTensor> run_node(const Node& node, const std::vector<HostTensor>& inputs,
+                                 const std::map<std::string, int64_t>& bindings);
+// Tensors of the node's output types evaluated with `bindings` (containers: empty placeholders).
+std::vector<HostTensor> allocate_outputs(const Node& node, const std::map<std::string, int64_t>& bindings);
+void check_results(const Node& node, const std::vector<HostTensor>& out);
+
 // The reference kernel of one op: `out` is pre-allocated with the node's evaluated output types.
 struct KernelArgs {
   Op op;

@@ -31,6 +31,9 @@ struct ImportOptions {
   // Concrete shapes for named graph inputs (specialisation: replaces their declared dims, so
   // shape sub-graphs fold to constants). The rank must match the declared one.
   std::map<std::string, std::vector<int64_t>> input_shapes;
+  // Types for graph inputs whose ONNX declaration leaves them open: sequences (a Kiln sequence
+  // type fixes the length and each element's shape, "seq<f32[2], f32[3]>") and optionals of them.
+  std::map<std::string, TensorType> input_types;
   // Initializers become Constant nodes (true) or extra graph inputs named after them (false),
   // e.g. to feed trained weights at run time.
   bool initializers_as_constants = true;
@@ -50,5 +53,10 @@ std::unique_ptr<Graph> import_onnx_bytes(const std::string& bytes, const std::st
 
 // The names of a model's real inputs (graph inputs that are not initializers), in order.
 std::vector<std::string> onnx_input_names(const std::string& path);
+// What those inputs and the graph outputs are (tensor, sequence, optional), to read their .pb data.
+struct OnnxValueKinds {
+  std::vector<ValueKind> inputs, outputs;
+};
+OnnxValueKinds onnx_value_kinds(const std::string& path);
 
 }  // namespace kiln

@@ -39,12 +39,14 @@ enum Trait : uint32_t {
   kShapeOnly = 1u << 10,     // result depends only on operand shapes
   kPooling = 1u << 11,       // windowed reduction
   kNormalization = 1u << 12, // high-level normalisation (softmax, norms, attention)
+  kSubgraph = 1u << 13,      // runs sub-graph attributes (if, loop, scan): opaque to passes
+  kContainer = 1u << 14,     // operands/results may be sequences or optionals
 };
 
 struct OperandSpec {
   std::string name;
   bool optional = false;
-  bool variadic = false;
+  bool variadic = false;  // "xs..." one or more; "xs...?" zero or more (last only)
 };
 
 struct AttrSpec {
@@ -96,6 +98,8 @@ struct OpInfo {
 };
 
 const OpInfo& op_info(Op op);
+// The op's shape rule, after checking that only kContainer ops see sequence/optional operands.
+std::vector<TensorType> run_shape_rule(const InferCtx& ctx);
 std::string_view op_name(Op op);
 std::optional<Op> op_from_name(std::string_view name);
 inline bool has_trait(Op op, Trait t) { return op_info(op).has(t); }

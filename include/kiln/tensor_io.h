@@ -19,6 +19,11 @@ std::string serialize_npy(const HostTensor& t);
 HostTensor read_tensor_pb(const std::string& path, std::string* name = nullptr);
 void write_tensor_pb(const std::string& path, const HostTensor& t, const std::string& name = "");
 
+// A serialised onnx.TensorProto, SequenceProto (of tensors) or OptionalProto, by `kind` (the .pb
+// holds no tag saying which; the model's input/output types do). Containers come back as
+// HostTensor::sequence / HostTensor::optional.
+HostTensor read_value_pb(const std::string& path, ValueKind kind, std::string* name = nullptr);
+
 // Picks the format by extension: .npy or .pb.
 HostTensor read_tensor_file(const std::string& path, std::string* name = nullptr);
 void write_tensor_file(const std::string& path, const HostTensor& t, const std::string& name = "");

@@ -101,8 +101,10 @@ void ref_IsNan(const KernelArgs& a) {
 void ref_Cast(const KernelArgs& a) {
   const HostTensor& x = a.in[0];
   HostTensor& out = a.out[0];
+  // uint64 -> float reads the unsigned value (get_i64 would see values above 2^63 as negative).
+  bool through_double = is_float(x.dtype()) || (x.dtype() == DType::U64 && is_float(out.dtype()));
   for (int64_t i = 0; i < out.numel(); ++i) {
-    if (is_float(x.dtype())) out.set_f64(i, x.get_f64(i));
+    if (through_double) out.set_f64(i, x.get_f64(i));
     else out.set_i64(i, x.get_i64(i));
   }
 }
@@ -152,11 +154,24 @@ void binary_numeric(const KernelArgs& a, FloatFn float_fn, IntFn int_fn) {
   else binary_int(a, int_fn);
 }
 
+// uint64 operands whose order or quotient matters (compare, divide, min/max) as unsigned values;
+// add/sub/mul wrap identically in int64.
+bool is_u64(const KernelArgs& a) { return a.in[0].dtype() == DType::U64; }
+template <typename Fn>
+void binary_u64(const KernelArgs& a, Fn fn) {
+  HostTensor& out = a.out[0];
+  BroadcastIndex ia(a.in[0].shape(), out.shape()), ib(a.in[1].shape(), out.shape());
+  const uint64_t* x = a.in[0].data<uint64_t>();
+  const uint64_t* y = a.in[1].data<uint64_t>();
+  for (int64_t i = 0; i < out.numel(); ++i) out.set_i64(i, int64_t(fn(x[ia(i)], y[ib(i)])));
+}
+
 // Comparisons: floats compare as doubles (NaN compares unequal to everything), others as int64.
 template <typename Cmp>
 void compare(const KernelArgs& a, Cmp cmp) {
   HostTensor& out = a.out[0];
   BroadcastIndex ia(a.in[0].shape(), out.shape()), ib(a.in[1].shape(), out.shape());
+  if (is_u64(a)) return binary_u64(a, [&](uint64_t x, uint64_t y) -> uint64_t { return cmp(x, y); });
   bool floats = computes_in_double(a.in[0].dtype());
   for (int64_t i = 0; i < out.numel(); ++i) {
     bool r = floats ? cmp(a.in[0].get_f64(ia(i)), a.in[1].get_f64(ib(i)))
@@ -204,12 +219,18 @@ void ref_Mul(const KernelArgs& a) {
   binary_numeric(a, [](double x, double y) { return x * y; }, wrapping_mul);
 }
 void ref_Div(const KernelArgs& a) {
+  if (is_u64(a))
+    return binary_u64(a, [](uint64_t x, uint64_t y) {
+      require_nonzero_divisor(int64_t(y != 0), "division");
+      return x / y;
+    });
   binary_numeric(a, [](double x, double y) { return x / y; }, int_div_trunc);
 }
 void ref_Pow(const KernelArgs& a) {
   binary_numeric(a, [](double x, double y) { return std::pow(x, y); }, int_pow);
 }
 void ref_Maximum(const KernelArgs& a) {
+  if (is_u64(a)) return binary_u64(a, [](uint64_t x, uint64_t y) { return x > y ? x : y; });
   binary_numeric(
       a,
       [](double x, double y) {
@@ -219,6 +240,7 @@ void ref_Maximum(const KernelArgs& a) {
       [](int64_t x, int64_t y) { return x > y ? x : y; });
 }
 void ref_Minimum(const KernelArgs& a) {
+  if (is_u64(a)) return binary_u64(a, [](uint64_t x, uint64_t y) { return x < y ? x : y; });
   binary_numeric(
       a,
       [](double x, double y) {
@@ -232,6 +254,11 @@ void ref_Minimum(const KernelArgs& a) {
 // dividend). Float division by zero gives NaN; integer division by zero throws.
 void ref_Mod(const KernelArgs& a) {
   bool c_fmod = a.attrs.get_int("fmod") != 0;
+  if (is_u64(a))  // no negative operands: both conventions agree
+    return binary_u64(a, [](uint64_t x, uint64_t y) {
+      require_nonzero_divisor(int64_t(y != 0), "modulo");
+      return x % y;
+    });
   binary_numeric(
       a,
       [c_fmod](double x, double y) {

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "kiln/error.h"
+#include "kiln/graph.h"
 #include "kiln/types.h"
 
 namespace kiln {
@@ -23,6 +24,7 @@ std::string_view attr_kind_name(AttrKind k) {
     case AttrKind::DType: return "dtype";
     case AttrKind::Shape: return "shape";
     case AttrKind::Tensor: return "tensor";
+    case AttrKind::Graph: return "graph";
   }
   return "?";
 }
@@ -50,9 +52,23 @@ std::string float_text(double d) {
   return s;
 }
 
+// Whether printing element i as a number and parsing it back gives the same bits (not for NaN
+// codes other than the one set_f64 makes, nor for u64 values above 2^63).
+bool prints_exactly(const HostTensor& t, int64_t i) {
+  HostTensor one = HostTensor::empty(t.dtype(), {});
+  if (is_float(t.dtype())) one.set_f64(0, std::strtod(float_text(t.get_f64(i)).c_str(), nullptr));
+  else if (t.dtype() == DType::U64 && t.get_i64(i) < 0) return false;
+  else one.set_i64(0, t.get_i64(i));
+  int n = dtype_size(t.dtype());
+  return std::memcmp(one.raw(), static_cast<const uint8_t*>(t.raw()) + i * n, size_t(n)) == 0;
+}
+
 std::string tensor_text(const HostTensor& t) {
   std::string out = "dense<" + std::string(dtype_name(t.dtype())) + dims_to_string(t.shape()) + ">";
-  if (t.numel() <= 16) {
+  bool exact = t.numel() <= 16;
+  if (exact && (is_narrow(t.dtype()) || t.dtype() == DType::U64))
+    for (int64_t i = 0; i < t.numel(); ++i) exact = exact && prints_exactly(t, i);
+  if (exact) {
     out += "[";
     for (int64_t i = 0; i < t.numel(); ++i) {
       if (i) out += ", ";
@@ -241,6 +257,10 @@ std::string attr_to_string(const AttrValue& v) {
     case AttrKind::DType: return std::string(dtype_name(std::get<DType>(v)));
     case AttrKind::Shape: return shape_to_string(std::get<Shape>(v));
     case AttrKind::Tensor: return tensor_text(std::get<HostTensor>(v));
+    case AttrKind::Graph: {
+      const GraphAttr& g = std::get<GraphAttr>(v);
+      return g ? print_graph(*g) : "<null graph>";
+    }
   }
   return "?";
 }
@@ -281,6 +301,7 @@ AttrValue parse_attr_value(const std::string& text, size_t& pos, AttrKind expect
       return s;
     }
     case AttrKind::Tensor: return parse_tensor(lx);
+    case AttrKind::Graph: lx.fail("a graph attribute has no one-line form (the text IR parser reads it)");
   }
   lx.fail("unknown attribute kind");
 }
@@ -327,10 +348,20 @@ Shape Attrs::get_shape(const std::string& n) const {
 const HostTensor& Attrs::get_tensor(const std::string& n) const {
   return get_as<HostTensor>(*this, n, AttrKind::Tensor);
 }
+const Graph& Attrs::get_graph(const std::string& n) const {
+  const GraphAttr& g = get_as<GraphAttr>(*this, n, AttrKind::Graph);
+  KILN_CHECK(g != nullptr, "attribute '", n, "' is a null graph");
+  return *g;
+}
 
 bool attr_values_equal(const AttrValue& a, const AttrValue& b) {
   if (a.index() != b.index()) return false;
   if (auto* ta = std::get_if<HostTensor>(&a)) return ta->bit_equal(std::get<HostTensor>(b));
+  if (auto* ga = std::get_if<GraphAttr>(&a)) {
+    const GraphAttr& gb = std::get<GraphAttr>(b);
+    if (*ga == gb) return true;
+    return *ga && gb && print_graph(**ga) == print_graph(*gb);
+  }
   if (auto* fa = std::get_if<double>(&a)) {
     double fb = std::get<double>(b);
     return std::memcmp(fa, &fb, sizeof fb) == 0;  // bitwise: NaN equals NaN, 0 != -0
@@ -338,7 +369,7 @@ bool attr_values_equal(const AttrValue& a, const AttrValue& b) {
   return std::visit(
       [&](const auto& x) -> bool {
         using T = std::decay_t<decltype(x)>;
-        if constexpr (std::is_same_v<T, HostTensor>) return false;  // handled above
+        if constexpr (std::is_same_v<T, HostTensor> || std::is_same_v<T, GraphAttr>) return false;  // above
         else return x == std::get<T>(b);
       },
       a);

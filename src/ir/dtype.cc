@@ -53,6 +53,16 @@ bool is_signed_int(DType t) {
   return false;
 }
 
+bool is_narrow_float(DType t) {
+  switch (t) {
+    case DType::F8E4M3FN: case DType::F8E4M3FNUZ: case DType::F8E5M2: case DType::F8E5M2FNUZ:
+    case DType::F4E2M1: case DType::F8E8M0: return true;
+    default: return false;
+  }
+}
+
+bool is_narrow(DType t) { return is_narrow_float(t) || t == DType::I4 || t == DType::U4; }
+
 uint16_t f32_to_bf16_bits(float f) {
   uint32_t u;
   std::memcpy(&u, &f, 4);

@@ -74,7 +74,7 @@ Attrs Graph::complete_attrs(Op op, Attrs attrs, const std::string& where) {
 std::vector<TensorType> Graph::infer_types(Op op, const std::vector<TensorType>& in,
                                            const Attrs& attrs, const std::string& where) {
   InferCtx ctx{op, in, attrs, &guards_, where};
-  return op_info(op).shape_fn(ctx);
+  return run_shape_rule(ctx);
 }
 
 std::vector<Value*> Graph::add_node(Op op, const std::vector<Value*>& inputs, Attrs attrs,

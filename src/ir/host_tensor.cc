@@ -78,7 +78,7 @@ HostTensor HostTensor::random(DType dtype, std::vector<int64_t> shape, uint64_t 
 double HostTensor::get_f64(int64_t i) const {
   return dispatch_dtype(dtype_, [&](auto tag) -> double {
     using T = decltype(tag);
-    if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
+    if constexpr (std::is_class_v<T>)  // the 16-, 8- and 4-bit floats convert through float
       return double(float(data<T>()[i]));
     else
       return double(data<T>()[i]);
@@ -108,6 +108,11 @@ void HostTensor::set_f64(int64_t i, double v) {
     case DType::U16: data<uint16_t>()[i] = saturating_cast<uint16_t>(v); break;
     case DType::U32: data<uint32_t>()[i] = saturating_cast<uint32_t>(v); break;
     case DType::Bool: data<bool>()[i] = (v != 0); break;
+    case DType::U64: data<uint64_t>()[i] = saturating_cast<uint64_t>(v); break;
+    case DType::I4: data<int8_t>()[i] = wrap_i4(saturating_cast<int64_t>(v)); break;
+    case DType::U4: data<uint8_t>()[i] = wrap_u4(saturating_cast<int64_t>(v)); break;
+    // The narrow floats round through f32, as ONNX converts them.
+    default: data<uint8_t>()[i] = f32_to_narrow_bits(dtype_, float(v)); break;
   }
 }
 
@@ -123,6 +128,8 @@ void HostTensor::set_i64(int64_t i, int64_t v) {
   dispatch_dtype(dtype_, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, bool>) data<bool>()[i] = (v != 0);
+    else if (dtype_ == DType::I4) data<int8_t>()[i] = wrap_i4(v);
+    else if (dtype_ == DType::U4) data<uint8_t>()[i] = wrap_u4(v);
     else if constexpr (std::is_integral_v<T>) data<T>()[i] = T(v);  // wraps like C++ casts
     else set_f64(i, double(v));
   });
@@ -134,7 +141,34 @@ std::vector<double> HostTensor::to_doubles() const {
   return out;
 }
 
+HostTensor HostTensor::sequence(DType dtype, std::vector<HostTensor> items) {
+  HostTensor t;
+  t.dtype_ = dtype;
+  t.kind_ = ValueKind::Sequence;
+  t.items_ = std::make_shared<const std::vector<HostTensor>>(std::move(items));
+  return t;
+}
+
+HostTensor HostTensor::optional(DType dtype, std::vector<HostTensor> items) {
+  KILN_CHECK(items.size() <= 1, "an optional holds at most one value, got ", items.size());
+  HostTensor t = sequence(dtype, std::move(items));
+  t.kind_ = ValueKind::Optional;
+  return t;
+}
+
+const std::vector<HostTensor>& HostTensor::items() const {
+  static const std::vector<HostTensor> none;
+  return items_ ? *items_ : none;
+}
+
 HostTensor HostTensor::clone() const {
+  if (!is_tensor()) {
+    std::vector<HostTensor> copies;
+    for (const HostTensor& item : items()) copies.push_back(item.clone());
+    HostTensor t = sequence(dtype_, std::move(copies));
+    t.kind_ = kind_;
+    return t;
+  }
   HostTensor t = empty(dtype_, shape_);
   if (nbytes()) std::memcpy(t.raw(), raw(), nbytes());
   return t;
@@ -159,6 +193,11 @@ std::vector<int64_t> HostTensor::strides() const {
 }
 
 std::string HostTensor::to_string(int max_elems) const {
+  if (!is_tensor()) {
+    std::string out = kind_ == ValueKind::Sequence ? "seq(" : "opt(";
+    for (size_t i = 0; i < items().size(); ++i) out += (i ? ", " : "") + items()[i].to_string(max_elems);
+    return out + ")";
+  }
   std::string out = std::string(dtype_name(dtype_)) + dims_to_string(shape_) + " {";
   for (int64_t i = 0; i < numel_ && i < max_elems; ++i) {
     if (i) out += ", ";
@@ -175,6 +214,13 @@ std::string HostTensor::to_string(int max_elems) const {
 }
 
 bool HostTensor::bit_equal(const HostTensor& other) const {
+  if (kind_ != other.kind_) return false;
+  if (!is_tensor()) {
+    if (dtype_ != other.dtype_ || items().size() != other.items().size()) return false;
+    for (size_t i = 0; i < items().size(); ++i)
+      if (!items()[i].bit_equal(other.items()[i])) return false;
+    return true;
+  }
   return dtype_ == other.dtype_ && shape_ == other.shape_ &&
          (nbytes() == 0 || std::memcmp(raw(), other.raw(), nbytes()) == 0);
 }

@@ -41,7 +41,7 @@ AttrKind parse_kind(const std::string& k) {
   static const std::unordered_map<std::string, AttrKind> kinds = {
       {"int", AttrKind::Int},       {"float", AttrKind::Float},   {"ints", AttrKind::Ints},
       {"floats", AttrKind::Floats}, {"string", AttrKind::String}, {"dtype", AttrKind::DType},
-      {"shape", AttrKind::Shape},   {"tensor", AttrKind::Tensor}};
+      {"shape", AttrKind::Shape},   {"tensor", AttrKind::Tensor}, {"graph", AttrKind::Graph}};
   auto it = kinds.find(k);
   KILN_ASSERT(it != kinds.end());
   return it->second;
@@ -59,7 +59,10 @@ OpInfo make_info(Op op, std::string_view name, const char* operands, const char*
   for (const auto& part : split_top(operands)) {
     OperandSpec spec;
     spec.name = part;
-    if (part.size() > 3 && part.substr(part.size() - 3) == "...") {
+    if (part.size() > 4 && part.substr(part.size() - 4) == "...?") {  // zero or more
+      spec.variadic = spec.optional = true;
+      spec.name = part.substr(0, part.size() - 4);
+    } else if (part.size() > 3 && part.substr(part.size() - 3) == "...") {
       spec.variadic = true;
       spec.name = part.substr(0, part.size() - 3);
     } else if (part.back() == '?') {
@@ -124,6 +127,16 @@ const AttrSpec* OpInfo::find_attr(const std::string& attr_name) const {
   for (const auto& a : attrs)
     if (a.name == attr_name) return &a;
   return nullptr;
+}
+
+std::vector<TensorType> run_shape_rule(const InferCtx& ctx) {
+  const OpInfo& info = op_info(ctx.op);
+  if (!info.has(kContainer))
+    for (size_t i = 0; i < ctx.inputs.size(); ++i)
+      if (!ctx.inputs[i].is_tensor())
+        ctx.fail(str("operand ", i, " is ", ctx.inputs[i].to_string(), "; '", info.name,
+                     "' takes tensors only (sequences and optionals go through sequence_*/optional_* ops)"));
+  return info.shape_fn(ctx);
 }
 
 void InferCtx::fail(const std::string& msg) const {

@@ -14,9 +14,28 @@ namespace {
 
 class Parser {
  public:
-  explicit Parser(const std::string& text) : text_(text) {}
+  explicit Parser(const std::string& text, size_t pos = 0) : text_(text), pos_(pos) {}
 
   std::unique_ptr<Graph> parse() {
+    std::unique_ptr<Graph> g = parse_graph_here();
+    skip_space();
+    if (pos_ < text_.size()) fail_at(pos_, "unexpected text after the graph's closing '}'");
+    return g;
+  }
+
+  TensorType parse_one_type() {
+    skip_space();
+    TensorType t = type();
+    skip_space();
+    if (pos_ < text_.size()) fail_at(pos_, "unexpected text after the type");
+    return t;
+  }
+
+  size_t position() const { return pos_; }
+
+  // `graph @name(inputs) { nodes; return ... }` from the current position; a sub-graph attribute
+  // is parsed by a nested Parser over the same text, with its own value names.
+  std::unique_ptr<Graph> parse_graph_here() {
     skip_space();
     if (!eat_keyword("graph")) fail_at(pos_, "expected 'graph' to start the text IR");
     skip_space();
@@ -40,8 +59,6 @@ class Parser {
       }
     }
     if (!returned) fail_at(pos_ - 1, "graph has no 'return' statement");
-    skip_space();
-    if (pos_ < text_.size()) fail_at(pos_, "unexpected text after the graph's closing '}'");
     return std::move(graph_);
   }
 
@@ -195,6 +212,34 @@ class Parser {
     TensorType t;
     size_t at = pos_;
     std::string dtype = identifier("a type such as f32[4]");
+    if ((dtype == "seq" || dtype == "opt") && pos_ < text_.size() && text_[pos_] == '<') {
+      ++pos_;
+      if (dtype == "opt") {
+        skip_space();
+        TensorType inner = type();
+        expect('>', "closing opt<...>");
+        return TensorType::optional(inner);
+      }
+      skip_space();
+      size_t first = pos_;
+      std::string name = identifier("an element type");
+      auto empty_dtype = parse_dtype(name);
+      if (empty_dtype && peek() == '>') {  // seq<f32>: an empty sequence
+        ++pos_;
+        return TensorType::sequence(*empty_dtype, {});
+      }
+      pos_ = first;
+      std::vector<TensorType> elements;
+      do {
+        skip_space();
+        size_t elem_at = pos_;
+        elements.push_back(type());
+        if (!elements.back().is_tensor() || elements.back().dtype != elements.front().dtype)
+          fail_at(elem_at, "sequence elements must be tensors of one dtype");
+      } while (eat(','));
+      expect('>', "closing seq<...>");
+      return TensorType::sequence(elements.front().dtype, elements);
+    }
     auto parsed = parse_dtype(dtype);
     if (!parsed) fail_at(at, "unknown dtype '" + dtype + "'");
     t.dtype = *parsed;
@@ -310,6 +355,12 @@ class Parser {
       expect('=', "after attribute '" + name + "'");
       skip_space();
       AttrKind kind = spec->kind;
+      if (kind == AttrKind::Graph) {
+        Parser sub(text_, pos_);
+        attrs.set(name, GraphAttr(sub.parse_graph_here()));
+        pos_ = sub.position();
+        continue;
+      }
       attrs.set(name, parse_in_line<AttrValue>(
                           [kind](const std::string& line, size_t& p) { return parse_attr_value(line, p, kind); },
                           str("bad value for attribute '", name, "' (", attr_kind_name(kind), ")")));
@@ -336,5 +387,7 @@ class Parser {
 }  // namespace
 
 std::unique_ptr<Graph> parse_graph(const std::string& text) { return Parser(text).parse(); }
+
+TensorType parse_type(const std::string& text) { return Parser(text).parse_one_type(); }
 
 }  // namespace kiln

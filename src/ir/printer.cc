@@ -71,7 +71,7 @@ class Printer {
       out_ += " {";
       bool first = true;
       for (const auto& [name, value] : n.attrs.items()) {  // Attrs keeps them sorted by name
-        out_ += (first ? "" : ", ") + name + " = " + attr_to_string(value);
+        out_ += (first ? "" : ", ") + name + " = " + attr_text(value);
         first = false;
       }
       out_ += "}";
@@ -83,6 +83,18 @@ class Printer {
     }
     if (!n.name.empty()) out_ += " loc(" + text_syntax::quote(n.name) + ")";
     out_ += "\n";
+  }
+
+  // A sub-graph prints nested, its lines indented under the node; it has its own value names.
+  static std::string attr_text(const AttrValue& value) {
+    if (attr_kind_of(value) != AttrKind::Graph) return attr_to_string(value);
+    std::string text = attr_to_string(value), out;
+    if (!text.empty() && text.back() == '\n') text.pop_back();
+    for (char c : text) {
+      out += c;
+      if (c == '\n') out += "  ";
+    }
+    return out;
   }
 
   const Graph& graph_;

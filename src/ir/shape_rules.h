@@ -66,4 +66,18 @@ namespace kiln {
 std::vector<TensorType> rule_unary_integer(const InferCtx&);
 std::vector<TensorType> rule_binary_integer(const InferCtx&);
 std::vector<TensorType> rule_det(const InferCtx&);
+// Control flow and containers (shape_rules_control.cc).
+std::vector<TensorType> rule_if(const InferCtx&);
+std::vector<TensorType> rule_loop(const InferCtx&);
+std::vector<TensorType> rule_scan(const InferCtx&);
+std::vector<TensorType> rule_sequence_construct(const InferCtx&);
+std::vector<TensorType> rule_sequence_empty(const InferCtx&);
+std::vector<TensorType> rule_sequence_at(const InferCtx&);
+std::vector<TensorType> rule_sequence_insert(const InferCtx&);
+std::vector<TensorType> rule_sequence_erase(const InferCtx&);
+std::vector<TensorType> rule_optional_wrap(const InferCtx&);
+std::vector<TensorType> rule_optional_none(const InferCtx&);
+std::vector<TensorType> rule_optional_has(const InferCtx&);
+std::vector<TensorType> rule_optional_get(const InferCtx&);
+
 }  // namespace kiln

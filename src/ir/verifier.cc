@@ -32,6 +32,7 @@ class Verifier {
     for (const auto& n : graph_.nodes()) {
       check_operands(*n);
       check_attrs(*n);
+      check_subgraphs(*n);
       check_outputs(*n);
     }
     check_use_lists();
@@ -116,6 +117,20 @@ class Verifier {
                     spec.required ? "" : "; add_node fills defaults, so a pass erased it"));
   }
 
+  // Sub-graphs verify on their own: they read only their own inputs (captures are operands).
+  void check_subgraphs(const Node& n) {
+    for (const auto& [name, value] : n.attrs.items()) {
+      const GraphAttr* sub = std::get_if<GraphAttr>(&value);
+      if (sub == nullptr) continue;
+      if (*sub == nullptr) fail(n, str("sub-graph '", name, "' is null"));
+      try {
+        verify(**sub);
+      } catch (const Error& e) {
+        fail(n, str("sub-graph '", name, "': ", e.what()));
+      }
+    }
+  }
+
   void check_outputs(const Node& n) {
     std::vector<TensorType> operand_types;
     for (const Value* v : n.inputs) operand_types.push_back(v->type);
@@ -123,7 +138,7 @@ class Verifier {
     InferCtx ctx{n.op, operand_types, n.attrs, &scratch_guards, n.describe()};
     std::vector<TensorType> expected;
     try {
-      expected = n.info().shape_fn(ctx);
+      expected = run_shape_rule(ctx);
     } catch (const Error& e) {
       fail(n, str("its shape rule rejects the operands: ", e.what()));
     }

@@ -23,6 +23,8 @@ std::string_view fold_name(Fold f) {
 std::string_view compute_type_name(DType t) {
   switch (t) {
     case DType::F32: case DType::F16: case DType::BF16: return "float";
+    case DType::F8E4M3FN: case DType::F8E4M3FNUZ: case DType::F8E5M2: case DType::F8E5M2FNUZ:
+    case DType::F4E2M1: case DType::F8E8M0: return "float";
     case DType::F64: return "double";
     case DType::I8: return "int8_t";
     case DType::I16: return "int16_t";
@@ -32,6 +34,9 @@ std::string_view compute_type_name(DType t) {
     case DType::U16: return "uint16_t";
     case DType::U32: return "uint32_t";
     case DType::Bool: return "bool";
+    case DType::U64: return "uint64_t";
+    case DType::I4: return "int8_t";   // kept in [-8, 7]
+    case DType::U4: return "uint8_t";  // kept in [0, 15]
   }
   return "?";
 }

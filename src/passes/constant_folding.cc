@@ -23,6 +23,8 @@ bool ConstantFolding::run(Graph& g) {
   for (Node* n : g.node_list()) {
     const OpInfo& info = n->info();
     if (n->op == Op::Constant || info.has(kSideEffect) || is_dead(g, n)) continue;
+    // Control flow and containers are opaque here (a constant holds a tensor, not a sequence).
+    if (info.has(kSubgraph) || info.has(kContainer)) continue;
     std::vector<HostTensor> operands;
     int64_t operand_bytes = 0;
     bool all_constant = true;

@@ -30,6 +30,8 @@ int64_t value_bytes(const Value* v, const std::map<std::string, int64_t>& b) {
   return v->type.numel().evaluate(b) * dtype_size(v->type.dtype);
 }
 
+bool is_host_step(const Node& n) { return n.info().has(kSubgraph) || n.info().has(kContainer); }
+
 void check_guards(const Graph& g, const std::map<std::string, int64_t>& b) {
   for (const ShapeGuard& guard : g.guards()) {
     int64_t lhs = guard.lhs.evaluate(b), rhs = guard.rhs.evaluate(b);
@@ -83,7 +85,7 @@ std::vector<HostTensor> CompiledExecutable::run(const std::vector<HostTensor>& i
         return const_cast<void*>(v->producer->attrs.get_tensor("value").raw());
       case BufferSlot::kOutput: {
         HostTensor& t = results[size_t(slot.index)];
-        if (!t.defined() || t.raw() == nullptr)
+        if (t.is_tensor() && (!t.defined() || t.raw() == nullptr))
           t = HostTensor::empty(v->type.dtype, eval_shape(v->type.shape, bindings));
         return t.raw();
       }
@@ -125,7 +127,10 @@ std::vector<HostTensor> CompiledExecutable::run(const std::vector<HostTensor>& i
       const Clock::time_point t0 = Clock::now();
       std::vector<HostTensor> produced;
       try {
-        produced = eager::run_op(step.node->op, eager::bind_shape_attrs(step.node->attrs, bindings), in);
+        // Control flow and containers are host steps: the node runs in the interpreter with its own
+        // (possibly symbolic) types, so its sub-graphs see the types they were built for.
+        if (is_host_step(*step.node)) produced = interp::run_node(*step.node, in, bindings);
+        else produced = eager::run_op(step.node->op, eager::bind_shape_attrs(step.node->attrs, bindings), in);
       } catch (const Error& e) {
         throw Error(str(step.node->describe(), ": ", e.what()));
       }
@@ -134,14 +139,15 @@ std::vector<HostTensor> CompiledExecutable::run(const std::vector<HostTensor>& i
         const Value* v = step.node->outputs[i];
         // Views returned by eager share the operand's storage; outputs must own theirs.
         for (const HostTensor& t : in)
-          if (produced[i].raw() == t.raw() && produced[i].nbytes() > 0) produced[i] = produced[i].clone();
+          if (produced[i].is_tensor() && produced[i].raw() == t.raw() && produced[i].nbytes() > 0)
+            produced[i] = produced[i].clone();
         const BufferSlot& slot = slots.at(v);
         if (slot.kind == BufferSlot::kOutput) results[size_t(slot.index)] = produced[i];
         else held[v] = produced[i];
         rec.bytes_written += int64_t(produced[i].nbytes());
       }
       for (const HostTensor& t : in) rec.bytes_read += int64_t(t.nbytes());
-      if (sb) rec.flops = eager::detail::estimate_flops(step.node->op, eager::bind_shape_attrs(step.node->attrs, bindings), in, produced);
+      if (sb && !is_host_step(*step.node)) rec.flops = eager::detail::estimate_flops(step.node->op, eager::bind_shape_attrs(step.node->attrs, bindings), in, produced);
     } else {
       const lower::LoweredKernel& lk = kernels[size_t(step.kernel)];
       ptrs.clear();
@@ -166,7 +172,7 @@ std::vector<HostTensor> CompiledExecutable::run(const std::vector<HostTensor>& i
   }
   // Outputs that are not written by a step: graph inputs, constants, aliases, repeated values.
   for (size_t i = 0; i < outs.size(); ++i) {
-    if (results[i].defined() && results[i].raw() != nullptr) continue;
+    if (!results[i].is_tensor() || (results[i].defined() && results[i].raw() != nullptr)) continue;
     const Value* v = outs[i];
     auto it = slots.find(v);
     if (it != slots.end() && it->second.kind == BufferSlot::kOutput && size_t(it->second.index) != i) {

@@ -38,6 +38,16 @@ std::string one_line(std::string s) {
 }
 
 std::string compare(const HostTensor& got, const HostTensor& want, const std::string& name) {
+  if (got.kind() != want.kind() || !want.is_tensor()) {  // sequences and optionals: element by element
+    if (got.kind() != want.kind()) return str("output '", name, "' is ", got.to_string(2), ", expected ", want.to_string(2));
+    if (got.items().size() != want.items().size())
+      return str("output '", name, "' has ", got.items().size(), " elements, expected ", want.items().size());
+    for (size_t i = 0; i < want.items().size(); ++i) {
+      std::string diff = compare(got.items()[i], want.items()[i], str(name, "[", i, "]"));
+      if (!diff.empty()) return diff;
+    }
+    return "";
+  }
   if (got.dtype() != want.dtype())
     return str("output '", name, "' has dtype ", dtype_name(got.dtype()), ", expected ", dtype_name(want.dtype()));
   if (got.shape() != want.shape())
@@ -74,6 +84,7 @@ std::string compare_outputs(const std::vector<HostTensor>& got, const DataSet& d
 std::vector<DataSet> load_test(const fs::path& dir, std::string* problem) {
   fs::path model = dir / "model.onnx";
   std::vector<std::string> names = onnx_input_names(model.string());
+  OnnxValueKinds kinds = onnx_value_kinds(model.string());
   std::vector<fs::path> sets;
   for (const auto& e : fs::directory_iterator(dir))
     if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0) sets.push_back(e.path());
@@ -93,7 +104,7 @@ std::vector<DataSet> load_test(const fs::path& dir, std::string* problem) {
     for (size_t i = 0; i < in_files.size(); ++i) {
       std::string n;
       try {
-        given[names[i]] = read_tensor_pb(in_files[i].string(), &n);  // by position, as ONNX's runner
+        given[names[i]] = read_value_pb(in_files[i].string(), kinds.inputs[i], &n);  // by position, as ONNX's runner
       } catch (const Error&) {
         import_onnx(model.string());  // sequence/optional inputs: let the importer say "unsupported"
         throw;
@@ -101,6 +112,9 @@ std::vector<DataSet> load_test(const fs::path& dir, std::string* problem) {
     }
     ImportOptions opts;
     opts.static_input_values = given;
+    for (const auto& [name, value] : given)  // a sequence's length and element shapes are part of its type
+      if (!value.is_tensor() && !(value.kind() == ValueKind::Optional && value.items().empty()))
+        opts.input_types[name] = type_of(value);
     DataSet ds;
     ds.graph = import_onnx(model.string(), opts);
     for (const Value* in : ds.graph->inputs()) {
@@ -111,9 +125,11 @@ std::vector<DataSet> load_test(const fs::path& dir, std::string* problem) {
       }
       ds.feed.push_back(it->second);
     }
-    for (const auto& f : numbered(set, "output_")) {
+    auto out_files = numbered(set, "output_");
+    for (size_t i = 0; i < out_files.size(); ++i) {
+      const auto& f = out_files[i];
       std::string n;
-      ds.expected.push_back(read_tensor_pb(f.string(), &n));
+      ds.expected.push_back(read_value_pb(f.string(), i < kinds.outputs.size() ? kinds.outputs[i] : ValueKind::Tensor, &n));
       ds.output_names.push_back(n);
     }
     out.push_back(std::move(ds));

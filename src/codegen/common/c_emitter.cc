@@ -24,7 +24,35 @@ std::string ct(DType t) { return std::string(lower::compute_type_name(t)); }
 
 std::string storage_type(DType t) {
   if (t == DType::F16 || t == DType::BF16) return "uint16_t";
+  if (is_narrow_float(t)) return "uint8_t";
   return ct(t);
+}
+
+// The prelude's number for a narrow float format (kiln_f32_to_narrow's `kind`).
+int narrow_kind(DType t) {
+  switch (t) {
+    case DType::F8E4M3FN: return 0;
+    case DType::F8E4M3FNUZ: return 1;
+    case DType::F8E5M2: return 2;
+    case DType::F8E5M2FNUZ: return 3;
+    case DType::F4E2M1: return 4;
+    default: break;
+  }
+  throw Error(str("internal error: ", dtype_name(t), " is not an 8- or 4-bit float with a kind number"));
+}
+
+// Code -> float and float -> code for the 8- and 4-bit floats.
+std::string narrow_to_float(DType t, const std::string& code) {
+  if (t == DType::F8E8M0) return str("kiln_e8m0_to_f32(", code, ")");
+  return str("kiln_narrow_to_f32(", code, ", ", narrow_kind(t), ")");
+}
+std::string float_to_narrow(DType t, const std::string& v) {
+  if (t == DType::F8E8M0) return str("kiln_f32_to_e8m0(float(", v, "))");
+  return str("kiln_f32_to_narrow(float(", v, "), ", narrow_kind(t), ")");
+}
+// 4-bit integers keep their values in [-8, 7] / [0, 15]: every result wraps to the low nibble.
+std::string wrap_4bit(DType t, const std::string& v) {
+  return str(ct(t), "(kiln_wrap4(int64_t(", v, "), ", t == DType::I4 ? "true" : "false", "))");
 }
 
 std::string double_literal(double v) {
@@ -113,6 +141,10 @@ std::string formula(const Scalar& s, const std::vector<std::string>& a) {
       if (rt == DType::Bool) return str("(", a[0], " != 0)");
       if (rt == DType::F16) return str("kiln_round_h(float(", a[0], "))");
       if (rt == DType::BF16) return str("kiln_round_b(float(", a[0], "))");
+      // Through f32, as ONNX converts: the value the narrow code holds, back in float.
+      if (is_narrow_float(rt)) return narrow_to_float(rt, float_to_narrow(rt, a[0]));
+      if (rt == DType::I4 || rt == DType::U4)
+        return wrap_4bit(rt, fl ? str("kiln_f2i<int64_t>(", a[0], ")") : a[0]);
       if (is_float(rt) || !fl) return str(T, "(", a[0], ")");
       return str("kiln_f2i<", T, ">(", a[0], ")");
     }
@@ -185,6 +217,7 @@ std::string scalar_expr(const Scalar& s) {
       std::string e = str("p", s.param, "[", index_text(s.index), "]");
       if (s.dtype == DType::F16) return str("kiln_h2f(", e, ")");
       if (s.dtype == DType::BF16) return str("kiln_b2f(", e, ")");
+      if (is_narrow_float(s.dtype)) return narrow_to_float(s.dtype, e);
       return e;
     }
     case Scalar::kConst: return typed_constant(s.dtype, s.value);
@@ -195,6 +228,7 @@ std::string scalar_expr(const Scalar& s) {
       for (const auto& a : s.args) args.push_back(scalar_expr(*a));
       std::string e = formula(s, args);
       // Integer results are narrowed to their dtype after every op, as the interpreter does.
+      if ((s.dtype == DType::I4 || s.dtype == DType::U4) && s.op != Op::Cast) return wrap_4bit(s.dtype, e);
       return e;
     }
   }
@@ -204,6 +238,8 @@ std::string scalar_expr(const Scalar& s) {
 std::string store_expr(DType t, const std::string& v) {
   if (t == DType::F16) return str("kiln_f2h(", v, ")");
   if (t == DType::BF16) return str("kiln_f2b(", v, ")");
+  if (is_narrow_float(t)) return float_to_narrow(t, v);
+  if (t == DType::I4 || t == DType::U4) return wrap_4bit(t, v);
   return str(ct(t), "(", v, ")");
 }
 

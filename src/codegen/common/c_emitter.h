@@ -26,6 +26,9 @@ std::string c_prelude();
 // The prelude's integer division, remainder and power helpers, each declared `qualifier` ("inline";
 // "__device__ inline" in the CUDA prelude).
 std::string c_integer_helpers(const std::string& qualifier);
+// The prelude's 8- and 4-bit float conversions (kiln_f32_to_narrow, kiln_narrow_to_f32, e8m0),
+// shared the same way; they call the target's kiln_f32_bits / kiln_bits_f32.
+std::string c_narrow_float_helpers(const std::string& qualifier);
 
 // One kernel: `void name(void* const* bufs, const int64_t* syms, int nthreads, int* status)`.
 // status is set to 1 when an integer division or modulo by zero happened.

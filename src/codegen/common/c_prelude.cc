@@ -35,7 +35,85 @@ template <typename T> KILN_QUALIFIER T kiln_ipow(T base_in, T exp_in, int* statu
   }
   return T(result);
 }
+// uint64 values above 2^63 do not fit int64: divide and take remainders unsigned.
+template <> KILN_QUALIFIER uint64_t kiln_idiv<uint64_t>(uint64_t x, uint64_t y, int* status) {
+  if (y == 0u) { *status = 1; return 0u; }
+  return x / y;
+}
+template <> KILN_QUALIFIER uint64_t kiln_imod<uint64_t>(uint64_t x, uint64_t y, bool c_fmod, int* status) {
+  (void)c_fmod;  // no negative operands: both conventions agree
+  if (y == 0u) { *status = 1; return 0u; }
+  return x % y;
+}
 KILN_QUALIFIER int64_t kiln_imax(int64_t a, int64_t b) { return a > b ? a : b; }
+KILN_QUALIFIER int64_t kiln_wrap4(int64_t v, bool is_signed) {  // i4/u4: the low nibble
+  int64_t n = v & 15;
+  return is_signed ? (n ^ 8) - 8 : n;
+}
+)KILN";
+  const std::string marker = "KILN_QUALIFIER";
+  for (size_t at = text.find(marker); at != std::string::npos; at = text.find(marker, at + qualifier.size()))
+    text.replace(at, marker.size(), qualifier);
+  return text;
+}
+
+// The 8- and 4-bit floats by bit arithmetic alone (no libm, no std::), so that the CPU and CUDA
+// preludes share the text; kiln_f32_bits/kiln_bits_f32 are each target's bit casts. kind: 0
+// e4m3fn, 1 e4m3fnuz, 2 e5m2, 3 e5m2fnuz, 4 e2m1 (see f32_to_narrow_bits in include/kiln/dtype.h).
+std::string c_narrow_float_helpers(const std::string& qualifier) {
+  std::string text = R"KILN(KILN_QUALIFIER uint8_t kiln_f32_to_narrow(float f, int kind) {
+  const int man = kind == 2 || kind == 3 ? 2 : (kind == 4 ? 1 : 3);
+  const int bias = kind == 0 ? 7 : kind == 1 ? 8 : kind == 2 ? 15 : kind == 3 ? 16 : 1;
+  const uint32_t max_mag = kind == 0 ? 0x7eu : kind == 2 ? 0x7bu : kind == 4 ? 0x7u : 0x7fu;
+  const bool fnuz = kind == 1 || kind == 3;
+  uint32_t x = kiln_f32_bits(f), a = x & 0x7fffffffu;
+  uint32_t sign = (x >> 31) ? (kind == 4 ? 0x8u : 0x80u) : 0u;
+  if (a > 0x7f800000u) return uint8_t(fnuz ? 0x80u : kind == 4 ? 0u : (sign | (kind == 2 ? 0x7eu : 0x7fu)));
+  uint32_t mag = 0u;  // |code|: (exponent field - 1) << man plus the rounded significand
+  if (a == 0x7f800000u) {
+    mag = max_mag + 1u;
+  } else if ((a >> 23) != 0u) {  // f32 subnormals are far below half the smallest code
+    const int e = int(a >> 23) - 127, emin = 1 - bias, te = e > emin ? e : emin;
+    const int shift = te - man - e + 23;  // significand bits below the target's quantum
+    const uint32_t sig = (a & 0x7fffffu) | 0x800000u;
+    uint32_t q = 0u;
+    if (shift <= 25) {
+      const uint32_t rest = sig & ((1u << shift) - 1u), half = 1u << (shift - 1);
+      q = sig >> shift;
+      if (rest > half || (rest == half && (q & 1u))) ++q;  // ties to even
+    }
+    mag = (uint32_t(te - emin) << man) + q;
+  }
+  if (mag > max_mag) return uint8_t(kind == 2 ? (sign | 0x7cu) : kind == 4 ? (sign | 0x7u) : fnuz ? 0x80u : (sign | 0x7fu));
+  if (mag == 0u && fnuz) return 0u;
+  return uint8_t(sign | mag);
+}
+KILN_QUALIFIER float kiln_narrow_to_f32(uint8_t c, int kind) {
+  const int man = kind == 2 || kind == 3 ? 2 : (kind == 4 ? 1 : 3);
+  const int bias = kind == 0 ? 7 : kind == 1 ? 8 : kind == 2 ? 15 : kind == 3 ? 16 : 1;
+  const uint32_t sign_bit = kind == 4 ? 0x8u : 0x80u, code = c & (sign_bit * 2u - 1u), mag = code & (sign_bit - 1u);
+  const uint32_t sign = (code & sign_bit) ? 0x80000000u : 0u;
+  if ((kind == 1 || kind == 3) && code == 0x80u) return kiln_bits_f32(0x7fc00000u);
+  if (kind == 0 && mag == 0x7fu) return kiln_bits_f32(sign | 0x7fc00000u);
+  if (kind == 2 && mag >= 0x7cu) return kiln_bits_f32(sign | (mag == 0x7cu ? 0x7f800000u : 0x7fc00000u));
+  const uint32_t field = mag >> man, m = mag & ((1u << man) - 1u);
+  const uint32_t sig = field ? (1u << man) + m : m;
+  const int exp2 = int(field ? field : 1u) - bias - man;  // -17..13: a normal power of two
+  const float v = float(sig) * kiln_bits_f32(uint32_t(exp2 + 127) << 23);
+  return kiln_bits_f32(kiln_f32_bits(v) | sign);
+}
+KILN_QUALIFIER float kiln_e8m0_to_f32(uint8_t c) {  // 2^(c - 127); 0xff is NaN
+  if (c == 0xffu) return kiln_bits_f32(0x7fc00000u);
+  return kiln_bits_f32(c == 0u ? 0x400000u : uint32_t(c) << 23);
+}
+KILN_QUALIFIER uint8_t kiln_f32_to_e8m0(float f) {  // |f| up to a power of two; above 2^127: NaN
+  const uint32_t a = kiln_f32_bits(f) & 0x7fffffffu;
+  if (a >= 0x7f800000u) return 0xffu;
+  const uint32_t e = a >> 23;
+  if (e == 0u) return a > 0x400000u ? 1u : 0u;  // subnormal: up to 2^-127 or 2^-126
+  const uint32_t c = e + ((a & 0x7fffffu) != 0u ? 1u : 0u);
+  return c > 254u ? 0xffu : uint8_t(c);
+}
 )KILN";
   const std::string marker = "KILN_QUALIFIER";
   for (size_t at = text.find(marker); at != std::string::npos; at = text.find(marker, at + qualifier.size()))
@@ -155,7 +233,17 @@ template <typename T> inline T kiln_gelu_tanh(T x) {
 }
 inline float kiln_round_h(float f) { return kiln_h2f(kiln_f2h(f)); }
 inline float kiln_round_b(float f) { return kiln_b2f(kiln_f2b(f)); }
-
+inline uint32_t kiln_f32_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+inline float kiln_bits_f32(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+)KILN" + c_narrow_float_helpers("inline") + R"KILN(
 template <typename T> inline T kiln_relu(T x) { return std::isnan(x) ? x : (x > T(0) ? x : T(0)); }
 template <typename T> inline T kiln_sign(T x) { return std::isnan(x) ? x : T((x > T(0)) - (x < T(0))); }
 template <typename T> inline T kiln_fmax(T a, T b) {

@@ -251,7 +251,36 @@ struct Printer {
 
 }  // namespace
 
+namespace {
+
+// The first 8- or 4-bit dtype a scalar tree computes in, if any.
+const DType* narrow_in(const lower::Scalar& s) {
+  if (is_narrow(s.dtype)) return &s.dtype;
+  for (const auto& a : s.args)
+    if (const DType* d = narrow_in(*a)) return d;
+  return nullptr;
+}
+const DType* narrow_in(const std::vector<Stmt>& body) {
+  for (const Stmt& st : body) {
+    if (is_narrow(st.dtype)) return &st.dtype;
+    if (st.value)
+      if (const DType* d = narrow_in(*st.value)) return d;
+    if (const DType* d = narrow_in(st.body)) return d;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 CudaKernelSource emit_cuda_kernel(const LoopKernel& k, const CudaEmitOptions& options) {
+  // The prelude shares the CPU's conversion text, but no GPU has run it yet: refuse rather than
+  // guess (the CPU target computes these dtypes).
+  const DType* narrow = narrow_in(k.body);
+  for (const auto& param : k.params)
+    if (!narrow && is_narrow(param.dtype)) narrow = &param.dtype;
+  if (narrow)
+    throw Error(str("CUDA codegen: kernel ", k.name, " uses dtype ", dtype_name(*narrow),
+                    "; the 8- and 4-bit types are supported on the CPU only"));
   Printer p{k, options, {}, 0, 0};
   return p.run();
 }

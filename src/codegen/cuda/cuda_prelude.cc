@@ -132,7 +132,11 @@ template <typename T> __device__ inline T kiln_gelu_tanh(T x) {
 }
 __device__ inline float kiln_round_h(float f) { return kiln_h2f(kiln_f2h(f)); }
 __device__ inline float kiln_round_b(float f) { return kiln_b2f(kiln_f2b(f)); }
-
+__device__ inline uint32_t kiln_f32_bits(float f) { return __float_as_uint(f); }
+__device__ inline float kiln_bits_f32(uint32_t u) { return __uint_as_float(u); }
+)KILN";
+  text += c_narrow_float_helpers("__device__ inline");
+  text += R"KILN(
 template <typename T> __device__ inline T kiln_relu(T x) { return kstd::isnan(x) ? x : (x > T(0) ? x : T(0)); }
 template <typename T> __device__ inline T kiln_sign(T x) { return kstd::isnan(x) ? x : T((x > T(0)) - (x < T(0))); }
 template <typename T> __device__ inline T kiln_fmax(T a, T b) {

@@ -35,6 +35,10 @@ static const std::map<std::string, std::vector<int>>& constant_operands() {
       {"HannWindow", {0}},    {"HammingWindow", {0}}, {"BlackmanWindow", {0}}, {"DFT", {1, 2}},
       {"STFT", {1, 3}},       {"Compress", {1}},      {"CenterCropPad", {1}},  {"Col2Im", {1, 2}},
       {"AffineGrid", {1}},    {"MaxUnpool", {2}},
+      // Control flow and sequences (ops_control.cc): a Loop's trip count types its scan outputs;
+      // sequence positions pick element types.
+      {"Loop", {0}},          {"SequenceAt", {1}},    {"SequenceInsert", {2}}, {"SequenceErase", {1}},
+      {"SplitToSequence", {1}},
   };
   return m;
 }
@@ -43,6 +47,12 @@ class Importer {
  public:
   Importer(const onnx::ModelProto& model, std::string origin, std::string base_dir, const ImportOptions& opts)
       : model_(model), origin_(std::move(origin)), base_dir_(std::move(base_dir)), opts_(opts) {}
+  // A nested scope (a sub-graph) that builds into `target`: its own names, the parent's opsets.
+  Importer(const Importer& parent, Graph* target, const NodeCtx& c)
+      : model_(parent.model_), origin_(parent.origin_), base_dir_(parent.base_dir_), opts_(parent.opts_),
+        graph_(target), opsets_(parent.opsets_), depth_(parent.depth_ + 1) {
+    if (depth_ > kMaxSubgraphDepth) c.fail(str("sub-graphs nest deeper than ", kMaxSubgraphDepth, " levels"));
+  }
 
   std::unique_ptr<Graph> run();
 
@@ -70,13 +80,24 @@ class Importer {
   }
   std::optional<std::vector<SymInt>> known_dims(const Value* v) const;
   std::vector<Value*> emit(Op op, const std::vector<Value*>& operands, Attrs attrs, const std::string& node_name);
-  Graph& graph() { return *g_; }
+  Graph& graph() { return *graph_; }
   const std::string& origin() const { return origin_; }
   const std::string& base_dir() const { return base_dir_; }
   const ImportOptions& options() const { return opts_; }
   void remember(const Value* v, HostTensor t) { known_[v] = std::move(t); }
 
+  // ---- sub-graphs (the free functions in importer.h describe them) ----
+  static constexpr int kMaxSubgraphDepth = 32;
+  bool copied_into_subgraph(const Value* v) const {  // known and small: a constant inside
+    auto k = known(v);
+    return k && k->is_tensor() && k->numel() <= 4096;
+  }
+  GraphAttr import_subgraph(const NodeCtx& c, const onnx::GraphProto& gp, const std::vector<TensorType>& formal_types,
+                            const std::vector<std::string>& names);
+  std::vector<Value*> inline_subgraph(const NodeCtx& c, const onnx::GraphProto& gp, const std::vector<Value*>& formals);
+
  private:
+  void import_body(const onnx::GraphProto& gp, const NodeCtx& c);
   void make_inputs(const onnx::GraphProto& gp);
   void make_initializers(const onnx::GraphProto& gp);
   std::vector<const onnx::NodeProto*> ordered_nodes(const onnx::GraphProto& gp);
@@ -85,16 +106,19 @@ class Importer {
   void try_fold(const Node& n);
   std::set<std::string> inputs_to_freeze(const onnx::GraphProto& gp) const;
   Shape shape_from_proto(const onnx::TypeProto& tp, const std::string& input_name);
+  TensorType container_input_type(const onnx::ValueInfoProto& in) const;
 
   const onnx::ModelProto& model_;
   std::string origin_, base_dir_;
   const ImportOptions& opts_;
-  std::unique_ptr<Graph> g_;
+  std::unique_ptr<Graph> g_;  // the graph being built, when this scope owns it
+  Graph* graph_ = nullptr;    // the graph nodes go to (g_, or a sub-graph's)
   std::unordered_map<std::string, Value*> values_;
   std::unordered_map<const Value*, HostTensor> known_;
   std::unordered_map<const Value*, std::vector<SymInt>> dims_;
   std::map<std::string, int> opsets_;
   std::set<std::string> initializer_names_;
+  int depth_ = 0;  // sub-graph nesting
 };
 
 // ---------------------------------------------------------------- NodeCtx
@@ -273,6 +297,7 @@ const OpRegistry& op_registry() {
     register_transformer_ops(m);
     register_loss_ops(m);
     register_quant_ops(m);
+    register_control_ops(m);
     return m;
   }();
   return r;
@@ -294,8 +319,8 @@ std::optional<std::vector<SymInt>> Importer::known_dims(const Value* v) const {
 
 std::vector<Value*> Importer::emit(Op op, const std::vector<Value*>& operands, Attrs attrs,
                                    const std::string& node_name) {
-  auto outs = g_->add_node(op, operands, std::move(attrs), node_name);
-  try_fold(*outs[0]->producer);
+  auto outs = graph_->add_node(op, operands, std::move(attrs), node_name);
+  if (!outs.empty()) try_fold(*outs[0]->producer);
   return outs;
 }
 
@@ -303,7 +328,7 @@ std::vector<Value*> Importer::emit(Op op, const std::vector<Value*>& operands, A
 // Reshape its target) and symbolic integer vectors (Shape of a [B, 128] input and what follows).
 void Importer::try_fold(const Node& n) {
   const OpInfo& info = n.info();
-  if (info.has(kSideEffect)) return;
+  if (info.has(kSideEffect) || info.has(kSubgraph)) return;  // a loop might not end at import time
   bool all_known = true;
   std::vector<HostTensor> ins;
   for (Value* v : n.inputs) {
@@ -472,24 +497,25 @@ void Importer::make_inputs(const onnx::GraphProto& gp) {
     if (initializer_names_.count(in.name())) continue;  // an initializer with a default value
     KILN_CHECK(!in.name().empty(), origin_, ": a graph input has no name");
     KILN_CHECK(!values_.count(in.name()), origin_, ": graph input '", in.name(), "' is declared twice");
-    if (in.type().value_case() != onnx::TypeProto::kTensorType)
-      throw UnsupportedError(str(origin_, ": input '", in.name(), "' is not a tensor (sequences, maps and "
-                                 "optionals are not supported)"));
+    if (in.type().value_case() != onnx::TypeProto::kTensorType) {
+      values_[in.name()] = graph_->add_input(in.name(), container_input_type(in));
+      continue;
+    }
     auto dt = dtype_from_onnx(in.type().tensor_type().elem_type());
     if (!dt)
       throw UnsupportedError(str(origin_, ": input '", in.name(), "' has element type ",
                                  onnx_type_name(in.type().tensor_type().elem_type()), ", not supported by Kiln"));
-    if (freeze.count(in.name())) {
+    if (freeze.count(in.name()) && opts_.static_input_values.at(in.name()).is_tensor()) {
       HostTensor t = opts_.static_input_values.at(in.name());
       KILN_CHECK(t.dtype() == *dt, origin_, ": static value for input '", in.name(), "' is ",
                  dtype_name(t.dtype()), ", the model declares ", dtype_name(*dt));
-      Value* v = g_->constant(t);
+      Value* v = graph_->constant(t);
       v->name = in.name();
       known_[v] = t;
       values_[in.name()] = v;
       continue;
     }
-    Value* v = g_->add_input(in.name(), TensorType{*dt, shape_from_proto(in.type(), in.name()), Device::CPU});
+    Value* v = graph_->add_input(in.name(), TensorType{*dt, shape_from_proto(in.type(), in.name()), Device::CPU});
     values_[in.name()] = v;
   }
 }
@@ -504,10 +530,10 @@ void Importer::make_initializers(const onnx::GraphProto& gp) {
                                          opts_.max_tensor_bytes);
     Value* v;
     if (opts_.initializers_as_constants) {
-      v = g_->constant(value);
+      v = graph_->constant(value);
       known_[v] = std::move(value);
     } else {
-      v = g_->add_input(t.name(), TensorType{value.dtype(), to_shape(value.shape()), Device::CPU});
+      v = graph_->add_input(t.name(), TensorType{value.dtype(), to_shape(value.shape()), Device::CPU});
     }
     if (v->name.empty()) v->name = t.name();
     values_[t.name()] = v;
@@ -585,14 +611,12 @@ void Importer::import_node(const onnx::NodeProto& n) {
   NodeCtx c(*this, n, opset);
   if (!domain.empty()) c.unsupported(str("operators of domain '", domain, "' are not supported"));
   if (opset < 0) c.fail("the model imports no opset for this domain");
-  for (const auto& a : n.attribute())
-    if (a.type() == onnx::AttributeProto::GRAPH || a.type() == onnx::AttributeProto::GRAPHS)
-      c.unsupported("control flow (sub-graph attributes) is not supported");
   const auto& reg = op_registry();
   auto it = reg.find(n.op_type());
   if (it == reg.end()) c.unsupported(str("operator ", n.op_type(), " is not supported"));
   if (opset < kOldestFullOpset) check_old_opset(c);
   try {
+    check_narrow_operands(c);
     it->second(c);
   } catch (const UnsupportedError&) {
     throw;
@@ -621,6 +645,7 @@ std::unique_ptr<Graph> Importer::run() {
   }
   const onnx::GraphProto& gp = model_.graph();
   g_ = std::make_unique<Graph>(gp.name().empty() ? "main" : gp.name());
+  graph_ = g_.get();
   make_inputs(gp);
   make_initializers(gp);
   for (const onnx::NodeProto* n : ordered_nodes(gp)) import_node(*n);
@@ -634,6 +659,189 @@ std::unique_ptr<Graph> Importer::run() {
   KILN_CHECK(!outs.empty(), origin_, ": the graph has no outputs");
   g_->set_outputs(outs);
   return std::move(g_);
+}
+
+// ---------------------------------------------------------------- sub-graphs
+
+// Sequences and optionals as graph inputs: a sequence's length and element shapes are part of
+// its Kiln type, so they come from ImportOptions::input_types (the conformance runner reads them
+// off the test data); an optional of a fully shaped tensor can be typed from its declaration.
+TensorType Importer::container_input_type(const onnx::ValueInfoProto& in) const {
+  auto given = opts_.input_types.find(in.name());
+  std::optional<TensorType> declared = type_from_proto(in.type());
+  if (given != opts_.input_types.end()) {
+    bool optional = in.type().value_case() == onnx::TypeProto::kOptionalType;
+    bool sequence = in.type().value_case() == onnx::TypeProto::kSequenceType;
+    KILN_CHECK((optional && given->second.kind == ValueKind::Optional) ||
+                   (sequence && given->second.kind == ValueKind::Sequence),
+               origin_, ": input '", in.name(), "': the given type ", given->second.to_string(),
+               " is not of the declared kind");
+    return given->second;
+  }
+  if (declared) return *declared;
+  throw UnsupportedError(str(origin_, ": input '", in.name(), "' is a ",
+                             in.type().value_case() == onnx::TypeProto::kMapType ? "map (not supported)"
+                             : "sequence or optional whose length or element shapes the model leaves open; pass its "
+                               "type in ImportOptions::input_types (e.g. seq<f32[2], f32[3]>)"));
+}
+
+std::optional<TensorType> type_from_proto(const onnx::TypeProto& tp) {
+  switch (tp.value_case()) {
+    case onnx::TypeProto::kTensorType: {
+      auto dt = dtype_from_onnx(tp.tensor_type().elem_type());
+      if (!dt || !tp.tensor_type().has_shape()) return std::nullopt;
+      Shape shape;
+      for (const auto& d : tp.tensor_type().shape().dim()) {
+        if (!d.has_dim_value() || d.dim_value() < 0 || d.dim_value() >= (int64_t(1) << 40)) return std::nullopt;
+        shape.push_back(SymInt(d.dim_value()));
+      }
+      return TensorType{*dt, shape, Device::CPU};
+    }
+    case onnx::TypeProto::kOptionalType: {
+      const auto& elem = tp.optional_type().elem_type();
+      if (elem.value_case() == onnx::TypeProto::kOptionalType) return std::nullopt;
+      auto inner = type_from_proto(elem);
+      if (!inner) return std::nullopt;
+      return TensorType::optional(*inner);
+    }
+    default: return std::nullopt;  // a sequence's length is never declared
+  }
+}
+
+namespace {
+
+// Names read by gp's nodes (and by the sub-graphs nested in them) that no enclosing scope in
+// `scopes` nor gp itself defines, in first-use order.
+void collect_outer_names(const onnx::GraphProto& gp, std::vector<const std::set<std::string>*>& scopes,
+                         std::vector<std::string>& out, std::set<std::string>& seen, const NodeCtx& c) {
+  if (scopes.size() > 64) c.fail("sub-graphs nest too deeply");
+  std::set<std::string> defined;
+  for (const auto& in : gp.input()) defined.insert(in.name());
+  for (const auto& t : gp.initializer()) defined.insert(t.name());
+  for (const auto& n : gp.node())
+    for (const auto& o : n.output()) defined.insert(o);
+  scopes.push_back(&defined);
+  auto local = [&](const std::string& name) {
+    for (const auto* scope : scopes)
+      if (scope->count(name)) return true;
+    return false;
+  };
+  auto read = [&](const std::string& name) {
+    if (!name.empty() && !local(name) && seen.insert(name).second) out.push_back(name);
+  };
+  for (const auto& n : gp.node()) {
+    for (const auto& in : n.input()) read(in);
+    for (const auto& a : n.attribute()) {
+      if (a.type() == onnx::AttributeProto::GRAPH) collect_outer_names(a.g(), scopes, out, seen, c);
+      if (a.type() == onnx::AttributeProto::GRAPHS)
+        for (const auto& sub : a.graphs()) collect_outer_names(sub, scopes, out, seen, c);
+    }
+  }
+  for (const auto& o : gp.output()) read(o.name());
+  scopes.pop_back();
+}
+
+}  // namespace
+
+void Importer::import_body(const onnx::GraphProto& gp, const NodeCtx& c) {
+  make_initializers(gp);
+  for (const onnx::NodeProto* n : ordered_nodes(gp)) import_node(*n);
+  (void)c;
+}
+
+GraphAttr Importer::import_subgraph(const NodeCtx& c, const onnx::GraphProto& gp,
+                                    const std::vector<TensorType>& formal_types, const std::vector<std::string>& names) {
+  auto g = std::make_shared<Graph>(gp.name().empty() ? "body" : gp.name());
+  Importer sub(*this, g.get(), c);
+  if (gp.input_size() != int(formal_types.size()))
+    c.fail(str("sub-graph '", gp.name(), "' declares ", gp.input_size(), " inputs; ", c.op_type(), " passes it ",
+               formal_types.size()));
+  for (int i = 0; i < gp.input_size(); ++i) {
+    const std::string& name = gp.input(i).name();
+    KILN_CHECK(!name.empty() && !sub.values_.count(name), origin_, ": sub-graph '", gp.name(), "' input ", i,
+               " has an empty or repeated name");
+    sub.values_[name] = g->add_input(name, formal_types[size_t(i)]);
+  }
+  for (const std::string& name : names) {
+    if (sub.values_.count(name)) continue;  // a formal input of the same name hides the outer one
+    Value* outer = lookup(name, c);
+    if (copied_into_subgraph(outer)) {
+      HostTensor t = *known(outer);
+      Value* v = g->constant(t);
+      v->name = name;
+      sub.known_[v] = std::move(t);
+      sub.values_[name] = v;
+    } else {
+      sub.values_[name] = g->add_input(name, outer->type);
+    }
+  }
+  sub.import_body(gp, c);
+  std::vector<Value*> outs;
+  for (const auto& o : gp.output()) {
+    auto it = sub.values_.find(o.name());
+    KILN_CHECK(it != sub.values_.end(), origin_, ": sub-graph '", gp.name(), "' output '", o.name(),
+               "' is never produced");
+    outs.push_back(it->second);
+  }
+  g->set_outputs(outs);
+  return g;
+}
+
+std::vector<Value*> Importer::inline_subgraph(const NodeCtx& c, const onnx::GraphProto& gp,
+                                              const std::vector<Value*>& formals) {
+  Importer sub(*this, graph_, c);
+  if (gp.input_size() != int(formals.size()))
+    c.fail(str("sub-graph '", gp.name(), "' declares ", gp.input_size(), " inputs; ", c.op_type(), " passes it ",
+               formals.size()));
+  auto share = [&](const std::string& name, Value* v) {
+    sub.values_[name] = v;
+    if (auto k = known_.find(v); k != known_.end()) sub.known_[v] = k->second;
+    if (auto d = dims_.find(v); d != dims_.end()) sub.dims_[v] = d->second;
+  };
+  for (int i = 0; i < gp.input_size(); ++i) share(gp.input(i).name(), formals[size_t(i)]);
+  std::vector<const std::set<std::string>*> scopes;
+  std::vector<std::string> names;
+  std::set<std::string> seen;
+  collect_outer_names(gp, scopes, names, seen, c);
+  for (const std::string& name : names)
+    if (!sub.values_.count(name)) share(name, lookup(name, c));
+  sub.import_body(gp, c);
+  std::vector<Value*> outs;
+  for (const auto& o : gp.output()) {
+    auto it = sub.values_.find(o.name());
+    KILN_CHECK(it != sub.values_.end(), origin_, ": sub-graph '", gp.name(), "' output '", o.name(),
+               "' is never produced");
+    outs.push_back(it->second);
+    if (auto k = sub.known_.find(it->second); k != sub.known_.end()) known_[it->second] = k->second;
+    if (auto d = sub.dims_.find(it->second); d != sub.dims_.end()) dims_[it->second] = d->second;
+  }
+  return outs;
+}
+
+std::vector<std::string> outer_names(const NodeCtx& c, const std::vector<const onnx::GraphProto*>& graphs) {
+  std::vector<const std::set<std::string>*> scopes;
+  std::vector<std::string> names;
+  std::set<std::string> seen;
+  for (const auto* gp : graphs) collect_outer_names(*gp, scopes, names, seen, c);
+  return names;
+}
+
+std::vector<Value*> captured_values(NodeCtx& c, const std::vector<std::string>& names) {
+  std::vector<Value*> out;
+  for (const std::string& name : names) {
+    Value* v = c.importer().lookup(name, c);
+    if (!c.importer().copied_into_subgraph(v)) out.push_back(v);
+  }
+  return out;
+}
+
+GraphAttr import_subgraph(NodeCtx& c, const onnx::GraphProto& gp, const std::vector<TensorType>& formal_types,
+                          const std::vector<std::string>& names) {
+  return c.importer().import_subgraph(c, gp, formal_types, names);
+}
+
+std::vector<Value*> inline_subgraph(NodeCtx& c, const onnx::GraphProto& gp, const std::vector<Value*>& formals) {
+  return c.importer().inline_subgraph(c, gp, formals);
 }
 
 // ---------------------------------------------------------------- public API
@@ -674,6 +882,23 @@ std::vector<std::string> onnx_input_names(const std::string& path) {
   for (const auto& in : model.graph().input())
     if (!inits.count(in.name())) names.push_back(in.name());
   return names;
+}
+
+OnnxValueKinds onnx_value_kinds(const std::string& path) {
+  onnx::ModelProto model;
+  KILN_CHECK(model.ParseFromString(read_file_bytes(path)), path, ": not a valid ONNX model");
+  auto kind = [](const onnx::TypeProto& t) {
+    return t.value_case() == onnx::TypeProto::kSequenceType ? ValueKind::Sequence
+           : t.value_case() == onnx::TypeProto::kOptionalType ? ValueKind::Optional
+                                                              : ValueKind::Tensor;
+  };
+  std::set<std::string> inits;
+  for (const auto& t : model.graph().initializer()) inits.insert(t.name());
+  OnnxValueKinds kinds;
+  for (const auto& in : model.graph().input())
+    if (!inits.count(in.name())) kinds.inputs.push_back(kind(in.type()));
+  for (const auto& out : model.graph().output()) kinds.outputs.push_back(kind(out.type()));
+  return kinds;
 }
 
 }  // namespace kiln

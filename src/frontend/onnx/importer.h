@@ -108,11 +108,33 @@ void register_math_ops(OpRegistry& r);        // ops_math.cc: inverse/hyperbolic
 void register_transformer_ops(OpRegistry& r); // ops_transformer.cc: Attention, RotaryEmbedding, norms
 void register_loss_ops(OpRegistry& r);        // ops_loss.cc: NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
 void register_quant_ops(OpRegistry& r);       // ops_quant.cc: (De)QuantizeLinear, MatMulInteger, QLinearMatMul
+void register_control_ops(OpRegistry& r);     // ops_control.cc: If, Loop, Scan, sequences, optionals
 const OpRegistry& op_registry();
 
 // Shared helpers for handlers.
 // Broadcast the shapes of two values the numpy way (for ops like Expand), failing via ctx.
 Shape broadcast_dims(const NodeCtx& c, const Shape& a, const Shape& b);
 int normalize_axis(const NodeCtx& c, int64_t axis, int rank);
+
+// ---- sub-graphs (importer.cc; used by ops_control.cc) ----
+// A Kiln type for an ONNX type when the declaration fixes it (tensors with static dims, optionals
+// of them); sequences never do (their length is part of a Kiln type).
+std::optional<TensorType> type_from_proto(const onnx::TypeProto& tp);
+// Names the ONNX sub-graphs (and those nested in them) read from enclosing scopes, in first-use order.
+std::vector<std::string> outer_names(const NodeCtx& c, const std::vector<const onnx::GraphProto*>& graphs);
+// The outer values a sub-graph node passes as explicit operands: those of `names` not known at
+// import time (known small values are copied into the sub-graph as constants instead).
+std::vector<Value*> captured_values(NodeCtx& c, const std::vector<std::string>& names);
+// `gp` as a Kiln graph: its formal inputs typed `formal_types`, then one input per captured value
+// of `names`, in captured_values order. Errors name the node.
+GraphAttr import_subgraph(NodeCtx& c, const onnx::GraphProto& gp, const std::vector<TensorType>& formal_types,
+                          const std::vector<std::string>& names);
+// Imports `gp`'s nodes into the current graph with its formal inputs bound to `formals` (an If
+// whose condition is known, an unrolled SequenceMap); returns its outputs.
+std::vector<Value*> inline_subgraph(NodeCtx& c, const onnx::GraphProto& gp, const std::vector<Value*>& formals);
+// narrow_types.cc: ONNX Cast semantics for every target (the `saturate` clamp for float8, f8e8m0's
+// round_mode), and the refusal of ops that do not compute on the 8- and 4-bit types.
+Value* onnx_cast(NodeCtx& c, Value* x, DType to, bool saturate, const std::string& round_mode = "up");
+void check_narrow_operands(NodeCtx& c);
 
 }  // namespace kiln::onnx_import

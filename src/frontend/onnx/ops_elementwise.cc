@@ -142,9 +142,13 @@ void register_elementwise_ops(OpRegistry& r) {
   r["Where"] = [](NodeCtx& c) { c.set_output(0, c.emit(Op::Where, {c.input(0), c.input(1), c.input(2)})); };
   r["Cast"] = [](NodeCtx& c) {
     if (!c.has_attr("to")) c.fail("attribute 'to' is required");
-    c.set_output(0, c.cast(c.input(0), cast_target(c, int(c.attr_int("to", 0)))));
+    c.set_output(0, onnx_cast(c, c.input(0), cast_target(c, int(c.attr_int("to", 0))), c.attr_int("saturate", 1) != 0,
+                              c.attr_string("round_mode", "up")));
   };
-  r["CastLike"] = [](NodeCtx& c) { c.set_output(0, c.cast(c.input(0), c.input(1)->type.dtype)); };
+  r["CastLike"] = [](NodeCtx& c) {
+    c.set_output(0, onnx_cast(c, c.input(0), c.input(1)->type.dtype, c.attr_int("saturate", 1) != 0,
+                              c.attr_string("round_mode", "up")));
+  };
   r["Clip"] = clip;
   r["IsInf"] = [](NodeCtx& c) {
     Value* x = c.input(0);

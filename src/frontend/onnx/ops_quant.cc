@@ -16,7 +16,11 @@ std::pair<double, double> quant_range(const NodeCtx& c, DType t) {
     case DType::I8: return {-128, 127};
     case DType::U16: return {0, 65535};
     case DType::I16: return {-32768, 32767};
-    default: c.unsupported(str("quantized type ", dtype_name(t), " (int8, uint8, int16 and uint16 are supported)"));
+    case DType::U4: return {0, 15};
+    case DType::I4: return {-8, 7};
+    default:
+      c.unsupported(str("quantized type ", dtype_name(t),
+                        " (int4/8/16, uint4/8/16 and the float8/float4 types are supported)"));
   }
 }
 
@@ -58,7 +62,10 @@ Value* saturate_round(NodeCtx& c, Value* scaled, Value* zero_point, DType to) {
 void dequantize_linear(NodeCtx& c) {
   Value* x = c.input(0);
   Value* scale = c.input(1);
-  if (!is_integer(x->type.dtype)) c.unsupported(str("DequantizeLinear of ", dtype_name(x->type.dtype), " (integer inputs only)"));
+  // The float8/float4 inputs are values already: their zero point is ignored, as in the reference.
+  const bool float_x = is_narrow_float(x->type.dtype) && x->type.dtype != DType::F8E8M0;
+  if (!is_integer(x->type.dtype) && !float_x)
+    c.unsupported(str("DequantizeLinear of ", dtype_name(x->type.dtype), " (integer, float8 and float4 inputs only)"));
   if (!is_float(scale->type.dtype)) c.fail("x_scale must be a float tensor");
   int64_t axis = c.attr_int("axis", 1), block = c.attr_int("block_size", 0);
   DType out = scale->type.dtype;
@@ -68,7 +75,7 @@ void dequantize_linear(NodeCtx& c) {
     out = *dt;
   }
   Value* v = c.cast(x, DType::F64);
-  if (c.has_input(2)) {
+  if (c.has_input(2) && !float_x) {
     Value* zp = c.input(2);
     if (zp->type.dtype != x->type.dtype) c.fail("x_zero_point must have x's type");
     v = c.emit(Op::Sub, {v, c.cast(broadcast_param(c, zp, x, axis, block, "x_zero_point"), DType::F64)});
@@ -99,7 +106,14 @@ void quantize_linear(NodeCtx& c) {
   }
   // The reference divides in x's type, so the quotient is rounded as x's type first.
   Value* s = c.cast(broadcast_param(c, scale, x, axis, block, "y_scale"), x->type.dtype);
-  c.set_output(0, saturate_round(c, c.emit(Op::Div, {x, s}), zp, to));
+  Value* scaled = c.emit(Op::Div, {x, s});
+  if (to == DType::F4E2M1) {  // the zero point is added as a float; the cast saturates by itself
+    if (zp) scaled = c.emit(Op::Add, {scaled, c.cast(zp, x->type.dtype)});
+    return c.set_output(0, c.cast(scaled, to));
+  }
+  if (is_narrow_float(to) && to != DType::F8E8M0)  // float8: the reference ignores the zero point
+    return c.set_output(0, onnx_cast(c, scaled, to, c.attr_int("saturate", 1) != 0));
+  c.set_output(0, saturate_round(c, scaled, zp, to));
 }
 
 // uint8 quantization with the scale and zero point from the data's range (widened to hold 0).

@@ -6,6 +6,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <onnx/onnx-data_pb.h>
+
 #include "frontend/onnx/importer.h"
 #include "kiln/error.h"
 
@@ -36,7 +38,8 @@ struct NpyDescr {
 constexpr NpyDescr kNpyTypes[] = {
     {"<f4", DType::F32}, {"<f8", DType::F64}, {"<f2", DType::F16}, {"|i1", DType::I8}, {"<i2", DType::I16},
     {"<i4", DType::I32}, {"<i8", DType::I64}, {"|u1", DType::U8},  {"|b1", DType::Bool}, {"<i1", DType::I8},
-    {"<u1", DType::U8},  {"<u2", DType::U16}, {"<u4", DType::U32},  {"<b1", DType::Bool}};
+    {"<u1", DType::U8},  {"<u2", DType::U16}, {"<u4", DType::U32},  {"<b1", DType::Bool},
+    {"<u8", DType::U64}};
 
 // Value of 'key' in the header dict, as raw text up to the next top-level comma or closing brace.
 std::string dict_field(const std::string& header, const std::string& key, const std::string& origin) {
@@ -116,7 +119,8 @@ HostTensor parse_npy(const std::string& bytes, const std::string& origin) {
 }
 
 std::string serialize_npy(const HostTensor& t) {
-  KILN_CHECK(t.dtype() != DType::BF16, "bf16 has no .npy dtype; cast to f32 or save as .pb");
+  KILN_CHECK(t.dtype() != DType::BF16 && !is_narrow(t.dtype()), dtype_name(t.dtype()),
+             " has no .npy dtype; cast to f32 or save as .pb");
   const char* descr = nullptr;
   for (const auto& e : kNpyTypes)
     if (e.dtype == t.dtype()) {
@@ -149,6 +153,43 @@ HostTensor read_tensor_pb(const std::string& path, std::string* name) {
   if (name) *name = proto.name();
   std::string dir = path.substr(0, path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/'));
   return onnx_import::tensor_from_proto(proto, dir.empty() ? "." : dir, path, int64_t(1) << 34);
+}
+
+namespace {
+HostTensor sequence_from_proto(const onnx::SequenceProto& p, const std::string& dir, const std::string& path) {
+  KILN_CHECK(p.elem_type() == onnx::SequenceProto::TENSOR || p.tensor_values_size() == 0, path,
+             ": only sequences of tensors are supported");
+  std::vector<HostTensor> items;
+  for (const auto& t : p.tensor_values()) items.push_back(onnx_import::tensor_from_proto(t, dir, path, int64_t(1) << 34));
+  DType dtype = items.empty() ? DType::F32 : items[0].dtype();  // before items is moved from
+  return HostTensor::sequence(dtype, std::move(items));
+}
+}  // namespace
+
+HostTensor read_value_pb(const std::string& path, ValueKind kind, std::string* name) {
+  if (kind == ValueKind::Tensor) return read_tensor_pb(path, name);
+  std::string dir = path.substr(0, path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/'));
+  if (dir.empty()) dir = ".";
+  if (kind == ValueKind::Sequence) {
+    onnx::SequenceProto proto;
+    KILN_CHECK(proto.ParseFromString(slurp(path)), path, ": not a serialised onnx.SequenceProto");
+    if (name) *name = proto.name();
+    return sequence_from_proto(proto, dir, path);
+  }
+  onnx::OptionalProto proto;
+  KILN_CHECK(proto.ParseFromString(slurp(path)), path, ": not a serialised onnx.OptionalProto");
+  if (name) *name = proto.name();
+  if (proto.has_tensor_value()) {
+    HostTensor t = onnx_import::tensor_from_proto(proto.tensor_value(), dir, path, int64_t(1) << 34);
+    return HostTensor::optional(t.dtype(), {t});
+  }
+  if (proto.has_sequence_value()) {
+    HostTensor s = sequence_from_proto(proto.sequence_value(), dir, path);
+    return HostTensor::optional(s.dtype(), {s});
+  }
+  KILN_CHECK(proto.elem_type() != onnx::OptionalProto::MAP && proto.elem_type() != onnx::OptionalProto::SPARSE_TENSOR,
+             path, ": only optionals of tensors and sequences are supported");
+  return HostTensor::optional(DType::F32, {});
 }
 
 void write_tensor_pb(const std::string& path, const HostTensor& t, const std::string& name) {

@@ -12,6 +12,12 @@ namespace kiln::onnx_import {
 namespace fs = std::filesystem;
 using onnx::TensorProto;
 
+// ONNX element types newer than the system's onnx.proto (Debian's libonnx stops at 16).
+namespace newer_types {
+constexpr int kFloat8E4M3FN = 17, kFloat8E4M3FNUZ = 18, kFloat8E5M2 = 19, kFloat8E5M2FNUZ = 20, kUInt4 = 21,
+              kInt4 = 22, kFloat4E2M1 = 23, kFloat8E8M0 = 24;
+}  // namespace newer_types
+
 std::optional<DType> dtype_from_onnx(int t) {
   switch (t) {
     case TensorProto::FLOAT: return DType::F32;
@@ -26,6 +32,15 @@ std::optional<DType> dtype_from_onnx(int t) {
     case TensorProto::UINT16: return DType::U16;
     case TensorProto::UINT32: return DType::U32;
     case TensorProto::BOOL: return DType::Bool;
+    case TensorProto::UINT64: return DType::U64;
+    case newer_types::kFloat8E4M3FN: return DType::F8E4M3FN;
+    case newer_types::kFloat8E4M3FNUZ: return DType::F8E4M3FNUZ;
+    case newer_types::kFloat8E5M2: return DType::F8E5M2;
+    case newer_types::kFloat8E5M2FNUZ: return DType::F8E5M2FNUZ;
+    case newer_types::kUInt4: return DType::U4;
+    case newer_types::kInt4: return DType::I4;
+    case newer_types::kFloat4E2M1: return DType::F4E2M1;
+    case newer_types::kFloat8E8M0: return DType::F8E8M0;
     default: return std::nullopt;
   }
 }
@@ -44,12 +59,24 @@ int onnx_from_dtype(DType t) {
     case DType::U16: return TensorProto::UINT16;
     case DType::U32: return TensorProto::UINT32;
     case DType::Bool: return TensorProto::BOOL;
+    case DType::U64: return TensorProto::UINT64;
+    case DType::F8E4M3FN: return newer_types::kFloat8E4M3FN;
+    case DType::F8E4M3FNUZ: return newer_types::kFloat8E4M3FNUZ;
+    case DType::F8E5M2: return newer_types::kFloat8E5M2;
+    case DType::F8E5M2FNUZ: return newer_types::kFloat8E5M2FNUZ;
+    case DType::U4: return newer_types::kUInt4;
+    case DType::I4: return newer_types::kInt4;
+    case DType::F4E2M1: return newer_types::kFloat4E2M1;
+    case DType::F8E8M0: return newer_types::kFloat8E8M0;
   }
   return TensorProto::UNDEFINED;
 }
 
 std::string onnx_type_name(int t) {
   if (TensorProto::DataType_IsValid(t)) return TensorProto::DataType_Name(TensorProto::DataType(t));
+  static const char* const newer[] = {"FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ",
+                                      "UINT4",        "INT4",           "FLOAT4E2M1", "FLOAT8E8M0"};
+  if (t >= newer_types::kFloat8E4M3FN && t <= newer_types::kFloat8E8M0) return newer[t - newer_types::kFloat8E4M3FN];
   return str("<unknown element type ", t, ">");
 }
 
@@ -101,6 +128,22 @@ void check_count(const Field& f, int64_t n, const std::string& where, const char
   KILN_CHECK(int64_t(f.size()) == n, where, ": ", field, " holds ", f.size(), " values, the shape needs ", n);
 }
 
+// ONNX packs 4-bit elements two per byte, the first in the low nibble; Kiln holds one per byte
+// (i4 sign-extended).
+void unpack_4bit(const uint8_t* packed, HostTensor& out) {
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    uint8_t nibble = uint8_t((i % 2 ? packed[i / 2] >> 4 : packed[i / 2]) & 0xf);
+    out.data<uint8_t>()[i] = out.dtype() == DType::I4 ? uint8_t(wrap_i4(nibble)) : nibble;
+  }
+}
+
+std::string pack_4bit(const HostTensor& t) {
+  std::string packed(size_t((t.numel() + 1) / 2), '\0');
+  for (int64_t i = 0; i < t.numel(); ++i)
+    packed[size_t(i / 2)] = char(uint8_t(packed[size_t(i / 2)]) | ((t.data<uint8_t>()[i] & 0xf) << (i % 2 ? 4 : 0)));
+  return packed;
+}
+
 }  // namespace
 
 HostTensor tensor_from_proto(const TensorProto& t, const std::string& base_dir, const std::string& where,
@@ -122,11 +165,14 @@ HostTensor tensor_from_proto(const TensorProto& t, const std::string& base_dir, 
   KILN_CHECK(n <= max_bytes / esize, where, ": tensor of ", n, " elements exceeds the limit of ",
              max_bytes, " bytes");
   HostTensor out = HostTensor::zeros(*dt, shape);
-  int64_t nbytes = n * esize;
+  const bool packed = is_4bit(*dt);
+  int64_t nbytes = packed ? (n + 1) / 2 : n * esize;
   auto copy_raw = [&](const std::string& raw) {
     KILN_CHECK(int64_t(raw.size()) == nbytes, where, ": raw data has ", raw.size(),
-               " bytes, the shape ", dims_to_string(shape), " of ", dtype_name(*dt), " needs ", nbytes);
-    if (nbytes) std::memcpy(out.raw(), raw.data(), size_t(nbytes));
+               " bytes, the shape ", dims_to_string(shape), " of ", dtype_name(*dt), " needs ", nbytes,
+               packed ? " (two 4-bit elements per byte)" : "");
+    if (packed) unpack_4bit(reinterpret_cast<const uint8_t*>(raw.data()), out);
+    else if (nbytes) std::memcpy(out.raw(), raw.data(), size_t(nbytes));
     if (*dt == DType::Bool)  // normalise to 0/1
       for (int64_t i = 0; i < n; ++i) out.data<uint8_t>()[i] = out.data<uint8_t>()[i] != 0;
   };
@@ -136,6 +182,18 @@ HostTensor tensor_from_proto(const TensorProto& t, const std::string& base_dir, 
   }
   if (t.has_raw_data()) {
     copy_raw(t.raw_data());
+    return out;
+  }
+  if (packed) {  // two elements per int32_data entry (one packed byte)
+    check_count(t.int32_data(), nbytes, where, "int32_data");
+    std::string bytes(size_t(nbytes), '\0');
+    for (int64_t i = 0; i < nbytes; ++i) bytes[size_t(i)] = char(uint8_t(t.int32_data(int(i))));
+    unpack_4bit(reinterpret_cast<const uint8_t*>(bytes.data()), out);
+    return out;
+  }
+  if (is_narrow_float(*dt)) {  // one code per int32_data entry
+    check_count(t.int32_data(), n, where, "int32_data");
+    for (int64_t i = 0; i < n; ++i) out.data<uint8_t>()[i] = uint8_t(t.int32_data(int(i)));
     return out;
   }
   switch (*dt) {
@@ -156,7 +214,8 @@ HostTensor tensor_from_proto(const TensorProto& t, const std::string& base_dir, 
       check_count(t.int32_data(), n, where, "int32_data");
       for (int64_t i = 0; i < n; ++i) out.data<uint16_t>()[i] = uint16_t(t.int32_data(int(i)));
       break;
-    case DType::U32:  // uint32 (like uint64) lives in uint64_data
+    case DType::U32:  // uint32 and uint64 live in uint64_data
+    case DType::U64:
       check_count(t.uint64_data(), n, where, "uint64_data");
       for (int64_t i = 0; i < n; ++i) out.set_i64(i, int64_t(t.uint64_data(int(i))));
       break;
@@ -172,7 +231,8 @@ void tensor_to_proto(const HostTensor& t, TensorProto* out) {
   out->set_data_type(onnx_from_dtype(t.dtype()));
   out->clear_dims();
   for (int64_t d : t.shape()) out->add_dims(d);
-  out->set_raw_data(std::string(static_cast<const char*>(t.raw()), t.nbytes()));
+  if (is_4bit(t.dtype())) out->set_raw_data(pack_4bit(t));
+  else out->set_raw_data(std::string(static_cast<const char*>(t.raw()), t.nbytes()));
 }
 
 }  // namespace kiln::onnx_import

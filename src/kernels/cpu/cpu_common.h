@@ -140,6 +140,27 @@ template <typename T> inline T from_float(float f) {
   else return BFloat16::from_bits(float_to_bf16_bits(f));
 }
 
+// dispatch_dtype for the eager kernels: calls fn(T{}) for the dtypes they compute natively and
+// returns kNotHandled (the reference kernel runs) for u64 and the 8- and 4-bit types, whose
+// order, wrapping and rounding differ from any C++ arithmetic type.
+template <typename Fn> Ran dispatch_eager(DType t, Fn&& fn) {
+  switch (t) {
+    case DType::F32: return fn(float{});
+    case DType::F64: return fn(double{});
+    case DType::F16: return fn(Half{});
+    case DType::BF16: return fn(BFloat16{});
+    case DType::I8: return fn(int8_t{});
+    case DType::I16: return fn(int16_t{});
+    case DType::I32: return fn(int32_t{});
+    case DType::I64: return fn(int64_t{});
+    case DType::U8: return fn(uint8_t{});
+    case DType::U16: return fn(uint16_t{});
+    case DType::U32: return fn(uint32_t{});
+    case DType::Bool: return fn(bool{});
+    default: return Ran::kNotHandled;
+  }
+}
+
 // Block size for 16-bit floats converted to float scratch buffers on the stack.
 inline constexpr int64_t kConvertBlock = 512;
 

@@ -86,7 +86,7 @@ void binary_map(const KernelArgs& a, int64_t work, Fn fn) {
 // integer type itself. Bool (and any dtype the op lacks) is left to the reference.
 template <typename FloatFn, typename IntFn>
 Ran arith(const KernelArgs& a, int64_t work, FloatFn float_fn, IntFn int_fn) {
-  return dispatch_dtype(a.in[0].dtype(), [&](auto tag) {
+  return dispatch_eager(a.in[0].dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, bool>) {
       return Ran::kNotHandled;
@@ -102,7 +102,7 @@ Ran arith(const KernelArgs& a, int64_t work, FloatFn float_fn, IntFn int_fn) {
 }
 
 template <typename Cmp> Ran compare(const KernelArgs& a, Cmp cmp) {
-  return dispatch_dtype(a.in[0].dtype(), [&](auto tag) {
+  return dispatch_eager(a.in[0].dtype(), [&](auto tag) {
     using T = decltype(tag);
     binary_map<T, bool>(a, 1, cmp);
     return Ran::kNative;
@@ -117,11 +117,12 @@ template <typename Fn> Ran logical(const KernelArgs& a, Fn fn) {
 // Integer division and modulo by zero are user errors; find them before any thread starts.
 void require_no_zero_divisor(const KernelArgs& a, const char* what) {
   if (a.out[0].numel() == 0) return;
-  dispatch_dtype(a.in[1].dtype(), [&](auto tag) {
+  dispatch_eager(a.in[1].dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* y = a.in[1].data<T>();
     for (int64_t i = 0; i < a.in[1].numel(); ++i)
       KILN_CHECK(!(y[i] == T(0)), "integer ", what, " by zero (operand b, element ", i, ")");
+    return Ran::kNative;
   });
 }
 

@@ -76,7 +76,7 @@ Ran numeric_op(const KernelArgs& a, FloatFn float_fn, IntFn int_fn) {
   const HostTensor& x = a.in[0];
   if (is_float(x.dtype())) return float_op(a, kCheapOp, float_fn);
   if (x.dtype() == DType::Bool) return Ran::kNotHandled;
-  return dispatch_dtype(x.dtype(), [&](auto tag) {
+  return dispatch_eager(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
       map_typed<T, T>(x, a.out[0], kCheapOp, [&](T v) { return int_fn(v); });
@@ -119,6 +119,8 @@ template <typename From, typename To> To cast_one(From v) {
     if constexpr (std::is_integral_v<From> && sizeof(From) >= 4)
       return To(double(v));  // i64 -> f32 rounds once through double, like the reference
     else return To(source_as_double(v));
+  } else if constexpr (!is_half_like_v<To>) {  // 8- and 4-bit floats: run_cast leaves them to the reference
+    return To(float(source_as_double(v)));
   } else {  // To is Half or BFloat16
     if constexpr (exact_in_float_v<From>) {
       if constexpr (is_half_like_v<From>) return from_float<To>(to_float(v));
@@ -139,9 +141,10 @@ Ran run_cast(const KernelArgs& a) {
     if (x.nbytes()) std::memcpy(out.raw(), x.raw(), x.nbytes());
     return Ran::kNative;
   }
-  return dispatch_dtype(x.dtype(), [&](auto from_tag) {
+  if (is_narrow(x.dtype()) || is_narrow(out.dtype())) return Ran::kNotHandled;
+  return dispatch_eager(x.dtype(), [&](auto from_tag) {
     using From = decltype(from_tag);
-    return dispatch_dtype(out.dtype(), [&](auto to_tag) {
+    return dispatch_eager(out.dtype(), [&](auto to_tag) {
       using To = decltype(to_tag);
       map_typed<From, To>(x, out, kCheapOp, [](From v) { return cast_one<From, To>(v); });
       return Ran::kNative;
@@ -190,7 +193,7 @@ template <typename T> Ran clamp_typed(const KernelArgs& a, double lo, double hi)
 Ran run_clamp(const KernelArgs& a) {
   double lo = a.attrs.get_float("min"), hi = a.attrs.get_float("max");
   if (a.in[0].dtype() == DType::Bool) return Ran::kNotHandled;
-  return dispatch_dtype(a.in[0].dtype(), [&](auto tag) {
+  return dispatch_eager(a.in[0].dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, bool>) return Ran::kNotHandled;
     else return clamp_typed<T>(a, lo, hi);
@@ -256,7 +259,7 @@ Ran run_unary(const KernelArgs& a) {
       map_typed<bool, bool>(a.in[0], a.out[0], kCheapOp, [](bool v) { return !v; });
       return Ran::kNative;
     case Op::IsNan:
-      return dispatch_dtype(a.in[0].dtype(), [&](auto tag) {
+      return dispatch_eager(a.in[0].dtype(), [&](auto tag) {
         using T = decltype(tag);
         if constexpr (is_half_like_v<T>)  // NaN: exponent all ones and a nonzero mantissa
           map_typed<T, bool>(a.in[0], a.out[0], kCheapOp, [](T v) {

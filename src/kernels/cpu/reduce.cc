@@ -187,7 +187,7 @@ template <Fold F> Ran reduce(const KernelArgs& a, bool mean) {
   for (int64_t axis : axes) is_reduced[size_t(axis < 0 ? axis + x.rank() : axis)] = true;
   ReduceShape view;
   if (!view_as_one_run(x.shape(), is_reduced, view)) return Ran::kNotHandled;
-  return dispatch_dtype(x.dtype(), [&](auto tag) {
+  return dispatch_eager(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, bool>) return Ran::kNotHandled;
     else reduce_typed<F, T>(x, a.out[0], view, mean);
@@ -234,7 +234,7 @@ template <typename T> Ran arg_reduce_typed(const KernelArgs& a, bool want_max) {
 }
 
 Ran arg_reduce(const KernelArgs& a, bool want_max) {
-  return dispatch_dtype(a.in[0].dtype(), [&](auto tag) {
+  return dispatch_eager(a.in[0].dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, bool>) return Ran::kNotHandled;
     else return arg_reduce_typed<T>(a, want_max);

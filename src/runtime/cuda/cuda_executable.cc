@@ -504,6 +504,10 @@ std::shared_ptr<Executable> compile_cuda(const Graph& g, const CudaCompileOption
   const Clock::time_point t0 = Clock::now();
   auto exe = std::make_shared<CudaExecutable>();
   exe->options = options;
+  for (const auto& node : g.nodes())
+    KILN_CHECK(!node->info().has(kSubgraph) && !node->info().has(kContainer), "compile_cuda: ", node->describe(),
+               ": control flow (if/loop/scan) and sequence/optional ops run only on the CPU (kiln::compile runs ",
+               "them as host steps); the CUDA backend does not support op '", op_name(node->op), "'");
   std::unique_ptr<Graph> prepared = g.clone();
   prepare_graph_for_cuda(*prepared);
   exe->lowered = runtime::lower_for_target(*prepared, options.base, "kiln_cu_");

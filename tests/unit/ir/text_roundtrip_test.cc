@@ -115,8 +115,9 @@ TEST(TextIR, EveryOpRoundTrips) {
     expect_round_trip(*g);
     covered.insert(sample.op);
   }
-  for (int i = 0; i < kNumOps; ++i)
-    EXPECT_TRUE(covered.count(Op(i))) << "no round-trip sample for op " << op_name(Op(i));
+  for (int i = 0; i < kNumOps; ++i)  // control flow and containers: control_flow_ir_test.cc
+    if (!has_trait(Op(i), kSubgraph) && !has_trait(Op(i), kContainer))
+      EXPECT_TRUE(covered.count(Op(i))) << "no round-trip sample for op " << op_name(Op(i));
 }
 
 TEST(TextIR, SymbolicDimsAndShapeAttributes) {

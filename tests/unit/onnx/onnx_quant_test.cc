@@ -176,11 +176,12 @@ TEST(OnnxQuant, BadNodesNameTheNode) {
     EXPECT_NE(e.find("the_DequantizeLinear"), std::string::npos) << e;
     EXPECT_NE(e.find("block_size"), std::string::npos) << e;
   }
-  {  // quantizing to a type Kiln cannot hold
+  {  // quantizing to a type that is no quantization target
     QuantNode n("QuantizeLinear", {{"x", kF, {4}}, {"s", kF, {}}}, {"y"});
-    n.attr("output_dtype", int64_t(22));  // INT4 (newer than the libonnx headers)
+    n.attr("output_dtype", int64_t(24));  // FLOAT8E8M0: a scale type (newer than the libonnx headers)
     std::string e = n.import_error();
     EXPECT_NE(e.find("the_QuantizeLinear"), std::string::npos) << e;
+    EXPECT_NE(e.find("f8e8m0"), std::string::npos) << e;
   }
   {  // a zero point of another type than its operand
     QuantNode n("MatMulInteger", {{"a", kU8, {2, 3}}, {"b", kU8, {3, 2}}, {"az", kI8, {}}}, {"y"}, 10);
