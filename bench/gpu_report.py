@@ -66,6 +66,22 @@ if probe:
       f"{t8:.1f} us, {100 * gm['fused8_fraction_of_copy']:.0f}% of copy bandwidth ({gm['copy_gbps'] / 1000:.2f} TB/s) | "
       f"{pg8.get('eager_ms', 0) * 1000:.1f} us | {pg8.get('compiled_ms', 0) * 1000:.1f} us | >= 85% of copy, <= 80 us | "
       f"{'yes' if gm['fused8_fraction_of_copy'] >= 0.85 and t8 <= 80 else 'no'} |")
+row_forms = [(key, v) for key, v in k.items() if "@" in key]
+if row_forms:
+    w("")
+    w("### Row kernels in each form (docs/cuda.md): the default; without prefetching the next row; "
+      "blocks up to 1024 threads before clusters; clusters of at most 8; registers for the row arrays only (no kept "
+      "exp, weights from L1, no prefetch); rows staged in shared memory")
+    w("")
+    w("| workload | form | TB/s | ms | threads | cluster |")
+    w("|---|---|---|---|---|---|")
+    for shape in ("32768x4096", "4096x32768", "512x262144", "1024x4096"):
+        for name in ("softmax", "layernorm"):
+            for suffix in ("", "@noprefetch", "@threads1024", "@cluster8", "@words16", "@shared"):
+                v = k.get(f"{name}_{shape}{suffix}")
+                if v:
+                    w(f"| {name} bf16 {shape} | {suffix[1:] or 'default'} | {v['TBps']:.2f} | {v['ms']:.3f} | "
+                      f"{v.get('threads', '?')} | {v.get('cluster', '?')} |")
 for key, title in (("block_B8_T1024_graphs", "B=8, T=1024"), ("block_B1_T1_nographs", "B=1, T=1 (direct launches)")):
     steps = k.get(key, {}).get("steps", [])
     if not steps: continue

@@ -19,6 +19,8 @@ for a in "$@"; do
     *) echo "usage: $0 [--no-peers] [--no-memcheck]" >&2; exit 2 ;;
   esac
 done
+# scripts/gpu-run packs the bundle into one archive (the carried files are limited to 64 MiB).
+if [ -f .gpu/gpu-bundle.tar.xz ]; then tar -xJf .gpu/gpu-bundle.tar.xz -C .gpu && rm .gpu/gpu-bundle.tar.xz; fi
 rc=0
 # Few files: the device tool brings back a limited number. Logs go into one file.
 log="$out/gpu-device.log"
@@ -27,7 +29,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu 
 if [ $memcheck = 1 ]; then
   sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   "$sanitizer" --tool memcheck --error-exitcode 3 \
-    .gpu/test_cuda --gtest_brief=1 --gtest_filter='CudaCompiled.Row*:CudaCompiled.Bias*:CudaCompiled.Batched*:CudaCompiled.Staged*:CudaGpu.*:GpuEager.*' \
+    .gpu/test_cuda --gtest_brief=1 --gtest_filter='CudaCompiled.Row*:CudaCompiled.Register*:CudaCompiled.Vector*:CudaCompiled.Bias*:CudaCompiled.Batched*:CudaCompiled.Staged*:CudaGpu.*:GpuEager.*' \
     > /tmp/memcheck.log 2>&1; echo "memcheck exit $?" >> /tmp/memcheck.log; tail -4 /tmp/memcheck.log | tee -a "$log"
 fi
 .gpu/kiln-gpu-probe --json "$out/gpu-probe.json" 2>&1 | tail -30 | tee -a "$log"; [ "${PIPESTATUS[0]}" = 0 ] || rc=1

@@ -19,6 +19,22 @@ struct CudaCompileOptions {
   int block_threads = 256; // threads per block of pointwise kernels
   // Folds act(x @ w + bias) (act: relu, or gelu's tanh form) into the cuBLASLt call's epilogue.
   bool fuse_epilogues = true;
+  // Row kernels (softmax, norms, reductions) whose loops share one constant extent keep each row
+  // in registers, at most `row_max_per_thread` elements per thread and buffer and
+  // `row_max_threads` threads per block; longer rows are split
+  // over up to `row_max_cluster` blocks of a thread-block cluster (sm_90 and newer). Off: rows are
+  // staged in shared memory (docs/cuda.md).
+  bool register_rows = true;
+  int row_max_threads = 1024;
+  int row_preferred_threads = 256;  // longer rows split over a cluster of blocks this size first
+  int row_max_per_thread = 32;
+  int row_max_cluster = 16;         // over 8 uses the non-portable cluster size (H100/H200: 16)
+  bool row_prefetch = true;         // load a block's next row while it computes this one
+  // 32-bit registers a thread may spend on row arrays, kept values and weights (row_staging.h).
+  int row_register_words = 48;
+  // Pointwise kernels take up to 16 bytes of consecutive points per thread, moving contiguous
+  // buffers as vectors.
+  bool vector_points = true;
 };
 
 // Empty when this build has the CUDA backend and a CUDA device is usable here; otherwise why not

@@ -73,6 +73,25 @@ std::string fixed(double v, int digits = 4) {
   return buf;
 }
 
+// The row forms of docs/cuda.md on the same rows: the default (register rows, split over a cluster
+// when a row is longer than one block holds), smaller blocks, and rows staged in shared memory.
+struct RowVariant {
+  const char* suffix;  // "" for the default, the headline figure
+  bool registers = true;
+  int preferred_threads = 256;
+  int max_cluster = 16;
+  bool prefetch = true;
+  int register_words = 48;  // 16: the row arrays only (no kept values, weights from L1)
+};
+const RowVariant kRowVariants[] = {
+    {""},
+    {"@noprefetch", true, 256, 16, false},
+    {"@threads1024", true, 1024, 16, true},
+    {"@cluster8", true, 256, 8, true},
+    {"@words16", true, 256, 16, true, 16},
+    {"@shared", false},
+};
+
 void rows(Results& r, bool quick) {
   std::vector<std::pair<int64_t, int64_t>> shapes = {{32768, 4096}, {4096, 32768}, {512, 262144}};
   if (quick) shapes = {{1024, 4096}};
@@ -88,15 +107,25 @@ void rows(Results& r, bool quick) {
         y = g.add(Op::LayerNorm, {x, w, w});
       }
       g.set_outputs({y});
-      auto exe = compile_cuda(g);
-      auto& cx = as_cuda(exe);
       std::vector<HostTensor> in = {HostTensor::random(DType::BF16, {rows, cols}, 1)};
       if (g.inputs().size() == 2) in.push_back(HostTensor::random(DType::BF16, {cols}, 2, 0.5, 1.5));
-      cx.bind(in);
-      double ms = time_ms(*cx.stream_, [&] { cx.launch(); });
-      double bytes = 2.0 * double(rows) * double(cols) * 2;
-      r.add(str(which, "_", rows, "x", cols),
-            str("{\"ms\": ", fixed(ms), ", \"TBps\": ", fixed(bytes / ms / 1e9, 3), ", \"kernels\": ", cx.launches_per_run(), "}"));
+      for (const RowVariant& v : kRowVariants) {
+        CudaCompileOptions o;
+        o.register_rows = v.registers;
+        o.row_preferred_threads = v.preferred_threads;
+        o.row_max_cluster = v.max_cluster;
+        o.row_prefetch = v.prefetch;
+        o.row_register_words = v.register_words;
+        auto exe = compile_cuda(g, o);
+        auto& cx = as_cuda(exe);
+        cx.bind(in);
+        double ms = time_ms(*cx.stream_, [&] { cx.launch(); });
+        double bytes = 2.0 * double(rows) * double(cols) * 2;
+        const auto& ks = cx.kernel_sources.at(0);
+        r.add(str(which, "_", rows, "x", cols, v.suffix),
+              str("{\"ms\": ", fixed(ms), ", \"TBps\": ", fixed(bytes / ms / 1e9, 3), ", \"kernels\": ", cx.launches_per_run(),
+                  ", \"threads\": ", ks.block_threads, ", \"cluster\": ", ks.cluster, ", \"shared_bytes\": ", ks.shared_bytes, "}"));
+      }
     }
   }
 }
@@ -110,6 +139,17 @@ void gelu_linear(Results& r, bool quick, bool tanh_form) {
   Value* y = g.add(Op::Gelu, {g.add(Op::Add, {g.add(Op::MatMul, {x, w}), b})},
                    {{"approximate", std::string(tanh_form ? "tanh" : "none")}});
   g.set_outputs({y});
+  // The gelu kernel in scalar form too (one point per thread), for the vector points' effect.
+  double scalar_ms = 0;
+  if (!tanh_form) {
+    CudaCompileOptions o;
+    o.vector_points = false;
+    auto sx = compile_cuda(g, o);
+    auto& scx = as_cuda(sx);
+    scx.bind({HostTensor::random(DType::BF16, {m, k}, 1), HostTensor::random(DType::BF16, {k, n}, 2, -0.02, 0.02),
+              HostTensor::random(DType::BF16, {n}, 3)});
+    scalar_ms = time_ms(*scx.stream_, [&] { scx.launch(); });
+  }
   auto exe = compile_cuda(g);
   auto& cx = as_cuda(exe);
   cx.bind({HostTensor::random(DType::BF16, {m, k}, 1), HostTensor::random(DType::BF16, {k, n}, 2, -0.02, 0.02),
@@ -127,7 +167,7 @@ void gelu_linear(Results& r, bool quick, bool tanh_form) {
   double fused_ms = time_ms(s, [&] { fused.run(dx.data(), dw.data(), db.data(), dy.data(), ws.data(), s); });
   r.add(tanh_form ? "gelu_tanh_linear" : "gelu_linear", str("{\"m\": ", m, ", \"kiln_ms\": ", fixed(kiln_ms), ", \"bare_gemm_ms\": ", fixed(bare_ms),
                            ", \"lt_gelu_bias_epilogue_ms\": ", fixed(fused_ms), ", \"kiln_over_bare\": ", fixed(kiln_ms / bare_ms, 3),
-                           ", \"kernels\": ", cx.launches_per_run(), "}"));
+                           ", \"kernels\": ", cx.launches_per_run(), ", \"kiln_scalar_points_ms\": ", fixed(scalar_ms), "}"));
 }
 
 void block(Results& r, int64_t batch, int64_t seq, bool graphs) {

@@ -4,10 +4,12 @@
 #include "codegen/cuda/cuda_emitter.h"
 
 #include <algorithm>
+#include <map>
 #include <sstream>
 
 #include "codegen/common/c_emitter.h"
 #include "codegen/cuda/row_staging.h"
+#include "codegen/cuda/vector_points.h"
 #include "kiln/error.h"
 
 namespace kiln::codegen::cuda {
@@ -51,6 +53,26 @@ struct Printer {
   // grid-stride step can pass 2^31 (64-bit integer multiply and divide cost several instructions
   // on the GPU; the decode of a flattened index divides).
   std::string idx = "int64_t";
+  std::string single_writer_test = "threadIdx.x == 0";  // who stores a row-level value
+  bool fast_exp_ = false;  // inside a register-row loop of a kernel with RowStaging::fast_exp
+  int cluster_sites_ = 0;  // kiln_cluster_reduce calls in a row
+
+  // The shared scalar expression; kiln_exp becomes kiln_exp16 (ex2.approx) where fast_exp_ says
+  // every value is rounded to a 16-bit float before it is stored.
+  std::string expression(const lower::Scalar& s) {
+    std::string text = c_scalar_expression(s);
+    if (!fast_exp_) return text;
+    std::string out;
+    for (size_t i = 0; i < text.size(); ++i) {
+      if (text.compare(i, 9, "kiln_exp(") == 0 && (i == 0 || !(std::isalnum(static_cast<unsigned char>(text[i - 1])) || text[i - 1] == '_'))) {
+        out += "kiln_exp16(";
+        i += 8;
+      } else {
+        out += text[i];
+      }
+    }
+    return out;
+  }
 
   void line(int depth, const std::string& text) { os << std::string(size_t(depth) * 2, ' ') << text << "\n"; }
 
@@ -72,14 +94,14 @@ struct Printer {
   void emit_leaf(const Stmt& st, int depth, bool single_writer) {
     switch (st.kind) {
       case Stmt::kLet:
-        line(depth, str("const ", ct(st.dtype), " ", st.name, " = ", c_scalar_expression(*st.value), ";"));
+        line(depth, str("const ", ct(st.dtype), " ", st.name, " = ", expression(*st.value), ";"));
         break;
       case Stmt::kStore: {
         // Staged outputs (row_staging.h) are numbered from kStagedParamBase and share the dtype.
         std::string text = str("p", st.param, "[", c_index_expression(st.index), "] = ",
                                c_store_expression(k.params[size_t(st.param % kStagedParamBase)].dtype,
-                                                  c_scalar_expression(*st.value)), ";");
-        line(depth, single_writer ? "if (threadIdx.x == 0) " + text : text);
+                                                  expression(*st.value)), ";");
+        line(depth, single_writer ? str("if (", single_writer_test, ") ", text) : text);
         break;
       }
       case Stmt::kAccInit:
@@ -90,33 +112,73 @@ struct Printer {
     }
   }
 
-  // A row's statements: its loops are strided over the block's threads; accumulators they update
-  // are combined across the block after each loop, so every thread continues with the row's value.
-  void emit_row(const std::vector<Stmt>& body, int depth) {
+  // A row's statements: its loops are strided over the block's threads (or, for register rows,
+  // unrolled over the thread's elements); accumulators they update are combined across the block
+  // (and the cluster) after each loop, so every thread continues with the row's value.
+  void emit_row(const std::vector<Stmt>& body, int depth, const RowStaging& staging) {
+    int loop = -1;
     for (const Stmt& st : body) {
       if (st.kind != Stmt::kFor) {
         emit_leaf(st, depth, /*single_writer=*/true);
         continue;
       }
+      ++loop;
       std::vector<const Stmt*> accs = c_outer_accumulators(st.body);
       const std::string before = str("_before", loops_++);
       for (const Stmt* a : accs) {
         line(depth, str(ct(a->dtype), " ", a->name, before, " = ", a->name, ";"));
         line(depth, str(a->name, " = ", c_accumulator_identity(a->dtype, a->fold), ";"));
       }
-      line(depth, "#pragma unroll 4");
-      line(depth, str("for (", idx, " ", st.var, " = threadIdx.x; ", st.var, " < ", c_index_expression(st.extent), "; ",
-                      st.var, " += kiln_block) {"));
-      emit_sequential(st.body, depth + 1);
-      line(depth, "}");
+      if (staging.in_registers) {
+        emit_register_loop(st, depth, loop, staging);
+      } else {
+        line(depth, "#pragma unroll 4");
+        line(depth, str("for (", idx, " ", st.var, " = threadIdx.x; ", st.var, " < ", c_index_expression(st.extent), "; ",
+                        st.var, " += kiln_block) {"));
+        emit_sequential(st.body, depth + 1);
+        line(depth, "}");
+      }
       for (const Stmt* a : accs) {
         std::string T = ct(a->dtype);
-        line(depth, str(a->name, " = kiln_block_reduce<", T, ">(", a->name, ", [](", T, " a, ", T, " b) { return ",
-                        c_fold_combine(a->dtype, a->fold, "a", "b"), "; });"));
+        std::string combine = str("[](", T, " a, ", T, " b) { return ", c_fold_combine(a->dtype, a->fold, "a", "b"), "; }");
+        line(depth, str(a->name, " = kiln_block_reduce<", T, ">(", a->name, ", ", combine, ");"));
+        if (staging.cluster > 1) {
+          line(depth, str(a->name, " = kiln_cluster_reduce<", staging.cluster, ", ", T, ">(", a->name, ", ", combine, ");"));
+          ++cluster_sites_;
+        }
         line(depth, str(a->name, " = ", c_fold_combine(a->dtype, a->fold, a->name + before, a->name), ";"));
         ++reductions;
       }
     }
+  }
+
+  // One row loop of a register-row kernel: unrolled over the thread's elements kiln_e; the loop
+  // variable is the element's position in the row (for loads and stores that stay global).
+  void emit_register_loop(const Stmt& st, int depth, int loop, const RowStaging& staging) {
+    for (const RowReciprocal& r : staging.reciprocals)
+      if (r.loop == loop) line(depth, str("const float ", r.name, " = 1.0f / ", r.of, ";"));
+    const bool exact = staging.block_elements == int64_t(staging.threads) * staging.per_thread &&
+                       staging.row_elements == staging.cluster * staging.block_elements;
+    line(depth, "#pragma unroll");
+    line(depth, str("for (int kiln_e = 0; kiln_e < ", staging.per_thread, "; ++kiln_e) {"));
+    line(depth + 1, str("const ", idx, " ", st.var, " = ", staging.cluster > 1 ? "kiln_first + " : "", "(kiln_e / ",
+                        staging.vector, " * kiln_block + ", idx, "(threadIdx.x)) * ", staging.vector, " + kiln_e % ",
+                        staging.vector, "; (void)", st.var, ";"));
+    int inner = depth + 1;
+    if (!exact) {
+      line(depth + 1, str("if (", st.var, " < kiln_end) {"));
+      ++inner;
+    }
+    for (const Stmt& leaf : st.body) {
+      if (staging.fast_exp) fast_exp_ = true;
+      emit_leaf(leaf, inner, false);
+      fast_exp_ = false;
+      if (leaf.kind != Stmt::kLet) continue;
+      for (const KeptValue& kv : staging.kept)
+        if (kv.let == leaf.name) line(inner, str(kv.array, "[kiln_e] = ", leaf.name, ";"));
+    }
+    if (!exact) line(depth + 1, "}");
+    line(depth, "}");
   }
 
   // The dynamic shared memory of staged rows, a pointer per staged buffer (p10NN for pNN), and the
@@ -153,18 +215,97 @@ struct Printer {
   }
 
   // Declares the loop variables of `nest` from the linear index `linear` (innermost fastest).
-  void decode(const std::vector<const Stmt*>& nest, const std::string& linear, int depth) {
+  // `last_suffix` renames the innermost variable (vector points decode the first point's).
+  // `all_suffix` renames every variable (a prefetch decodes the next row's).
+  void decode(const std::vector<const Stmt*>& nest, const std::string& linear, int depth,
+              const std::string& last_suffix = "", const std::string& all_suffix = "") {
     if (nest.empty()) return;
-    line(depth, str(idx, " kiln_rest = ", linear, ";"));
+    const std::string rest = "kiln_rest" + all_suffix;
+    line(depth, str(idx, " ", rest, " = ", linear, ";"));
     for (size_t i = nest.size(); i-- > 0;) {
       std::string e = c_index_expression(nest[i]->extent);
+      const std::string name = nest[i]->var + all_suffix + (i + 1 == nest.size() ? last_suffix : "");
       if (i == 0) {
-        line(depth, str("const ", idx, " ", nest[i]->var, " = kiln_rest;"));
+        line(depth, str("const ", idx, " ", name, " = ", rest, ";"));
       } else {
-        line(depth, str("const ", idx, " ", nest[i]->var, " = kiln_rest % (", e, ");"));
-        line(depth, str("kiln_rest /= (", e, ");"));
+        line(depth, str("const ", idx, " ", name, " = ", rest, " % (", e, ");"));
+        line(depth, str(rest, " /= (", e, ");"));
       }
     }
+  }
+
+  // Register rows: arrays declared (and inputs loaded) per row, or once per block for rows every
+  // row reads; outputs stored after the row's loops.
+  void emit_register_arrays(const RowStaging& staging, bool row_invariant, int depth) {
+    for (const StagedBuffer& b : staging.buffers) {
+      if (b.row_invariant != row_invariant) continue;
+      // With prefetch, a per-row input's array lives across rows: declared and first loaded by
+      // emit_prefetch_start, refilled from kiln_nextNN at the end of each row.
+      if (staging.prefetch && !row_invariant && !b.is_output) continue;
+      line(depth, str("__align__(16) ", c_storage_type(b.dtype), " p", kStagedParamBase + b.param, "[",
+                      staging.per_thread, "];  // p", b.param, b.is_output ? " (out)" : "", "'s part of the row"));
+      if (!b.is_output) line(depth, load_regs(staging, b, str("p", kStagedParamBase + b.param), b.base));
+    }
+    if (row_invariant) return;
+    for (const KeptValue& kv : staging.kept)
+      line(depth, str(ct(kv.dtype), " ", kv.array, "[", staging.per_thread, "];  // ", kv.let, " of every element"));
+  }
+
+  std::string load_regs(const RowStaging& staging, const StagedBuffer& b, const std::string& array, const lower::Index& base) {
+    return str("kiln_load_regs<kiln_block, ", staging.vector, ">(", array, ", p", b.param, " + (", c_index_expression(base),
+               ")", staging.cluster > 1 ? " + kiln_first" : "", ", kiln_valid);");
+  }
+
+  // The grid variables' names in the prefetched (next) row.
+  std::map<std::string, lower::Index> next_names(const std::vector<const Stmt*>& nest) {
+    std::map<std::string, lower::Index> m;
+    for (const Stmt* l : nest) m[l->var] = lower::Index::symbol(l->var + "_next");
+    return m;
+  }
+
+  // Before the row loop: the first row's per-row inputs.
+  void emit_prefetch_start(const RowStaging& staging, const std::vector<const Stmt*>& nest, const std::string& first_row,
+                           int depth) {
+    for (const StagedBuffer& b : staging.buffers)
+      if (!b.is_output && !b.row_invariant)
+        line(depth, str("__align__(16) ", c_storage_type(b.dtype), " p", kStagedParamBase + b.param, "[",
+                        staging.per_thread, "];  // p", b.param, "'s part of the row (loaded one row ahead)"));
+    line(depth, str("if (", idx, "(", first_row, ") < kiln_points) {"));
+    decode(nest, str(idx, "(", first_row, ")"), depth + 1, "", "_next");
+    for (const StagedBuffer& b : staging.buffers)
+      if (!b.is_output && !b.row_invariant)
+        line(depth + 1, load_regs(staging, b, str("p", kStagedParamBase + b.param), b.base.substitute(next_names(nest))));
+    line(depth, "}");
+  }
+
+  // Inside the row loop, before its loops: the next row's per-row inputs into kiln_nextNN.
+  void emit_prefetch_next(const RowStaging& staging, const std::vector<const Stmt*>& nest, const std::string& row_step,
+                          int depth) {
+    for (const StagedBuffer& b : staging.buffers)
+      if (!b.is_output && !b.row_invariant)
+        line(depth, str("__align__(16) ", c_storage_type(b.dtype), " kiln_next", b.param, "[", staging.per_thread, "];"));
+    line(depth, str("if (kiln_row + ", row_step, " < kiln_points) {"));
+    decode(nest, str("kiln_row + ", row_step), depth + 1, "", "_next");
+    for (const StagedBuffer& b : staging.buffers)
+      if (!b.is_output && !b.row_invariant)
+        line(depth + 1, load_regs(staging, b, str("kiln_next", b.param), b.base.substitute(next_names(nest))));
+    line(depth, "}");
+  }
+
+  void emit_prefetch_rotate(const RowStaging& staging, int depth) {
+    for (const StagedBuffer& b : staging.buffers)
+      if (!b.is_output && !b.row_invariant)
+        line(depth, str("#pragma unroll\n", std::string(size_t(depth) * 2, ' '), "for (int kiln_e = 0; kiln_e < ",
+                        staging.per_thread, "; ++kiln_e) p", kStagedParamBase + b.param, "[kiln_e] = kiln_next", b.param,
+                        "[kiln_e];"));
+  }
+
+  void emit_register_stores(const RowStaging& staging, int depth) {
+    for (const StagedBuffer& b : staging.buffers)
+      if (b.is_output)
+        line(depth, str("kiln_store_regs<kiln_block, ", staging.vector, ">(p", b.param, " + (", c_index_expression(b.base),
+                        ")", staging.cluster > 1 ? " + kiln_first" : "", ", p", kStagedParamBase + b.param,
+                        ", kiln_valid);"));
   }
 
   CudaKernelSource run() {
@@ -184,8 +325,11 @@ struct Printer {
       nest.push_back(&(*inner)[0]);
       inner = &(*inner)[0].body;
     }
+    std::vector<std::string> grid_vars;
+    for (const Stmt* l : nest) grid_vars.push_back(l->var);
     out.mapping = contains_loop(*inner) ? GridMapping::kRowBlock : GridMapping::kPointwise;
     for (const Stmt* l : nest) out.outer_extents.push_back(l->extent);
+    RowStaging staging;
     if (out.mapping == GridMapping::kRowBlock) {
       int64_t widest = 1;
       bool known = true;
@@ -195,20 +339,36 @@ struct Printer {
         if (st.extent.is_constant()) widest = std::max(widest, st.extent.constant());
         else known = false;
       }
-      // A power of two from one warp up to 512 threads giving each thread ~16 elements of the row
-      // (1024 threads for very long rows). Fewer, busier threads per row means more rows in flight
-      // per multiprocessor: a row's passes and block reductions are a chain of latencies, hidden
-      // only by other rows (one thread per element made 1024-wide rows latency-bound).
-      int threads = 32;
-      while (threads * 16 < widest && threads < 512) threads *= 2;
-      if (!known || widest >= 65536) threads = known ? 1024 : 256;
-      out.block_threads = threads;
+      if (options.register_rows) staging = plan_register_rows(*inner, grid_vars, k.params, options.registers);
+      if (staging.in_registers) {
+        out.block_threads = staging.threads;
+        out.cluster = staging.cluster;
+      } else {
+        staging = plan_row_staging(*inner, grid_vars, k.params, options.shared_budget_bytes);
+        // A power of two from one warp up to 512 threads giving each thread ~16 elements of the row
+        // (1024 threads for very long rows). Fewer, busier threads per row means more rows in flight
+        // per multiprocessor: a row's passes and block reductions are a chain of latencies, hidden
+        // only by other rows (one thread per element made 1024-wide rows latency-bound).
+        int threads = 32;
+        while (threads * 16 < widest && threads < 512) threads *= 2;
+        if (!known || widest >= 65536) threads = known ? 1024 : 256;
+        out.block_threads = threads;
+      }
     }
 
     os << "// " << k.name << ": " << k.source_ops.size() << " ops fused:";
     for (const auto& op : k.source_ops) os << " " << op;
-    os << (out.mapping == GridMapping::kPointwise ? " (one thread per point)" : " (one block per row)") << "\n";
-    os << "extern \"C\" __global__ void __launch_bounds__(1024) " << k.name << "(const KilnArgs kiln_args) {\n";
+    os << (out.mapping == GridMapping::kPointwise ? " (one thread per point)"
+           : staging.in_registers                 ? str(" (rows in registers: ", staging.threads, " threads x ",
+                                                        staging.per_thread, " elements",
+                                                        staging.cluster > 1 ? str(" x ", staging.cluster, " blocks") : "", ")")
+                                                  : " (one block per row)")
+       << "\n";
+    std::string bounds = "__launch_bounds__(1024)";
+    if (staging.in_registers)  // at most 64 registers a thread, so a multiprocessor holds 2048 threads
+      bounds = str("__launch_bounds__(", staging.threads, ", ", std::max(1, 1024 / staging.threads), ")");
+    if (staging.cluster > 1) bounds += str(" __cluster_dims__(", staging.cluster, ", 1, 1)");
+    os << "extern \"C\" __global__ void " << bounds << " " << k.name << "(const KilnArgs kiln_args) {\n";
     for (size_t i = 0; i < k.symbols.size(); ++i)
       line(1, str("const int64_t s", i, " = kiln_args.syms[", i, "]; (void)s", i, ";  // ", k.symbols[i]));
     for (size_t i = 0; i < k.params.size(); ++i) {
@@ -221,24 +381,81 @@ struct Printer {
     std::string points = idx + "(1)";
     for (const Stmt* l : nest) points += str(" * (", c_index_expression(l->extent), ")");
     line(1, str("const ", idx, " kiln_points = ", points, ";"));
-    if (out.mapping == GridMapping::kPointwise) {
+    VectorPoints vp;
+    if (out.mapping == GridMapping::kPointwise && !nest.empty() && options.vector_points)
+      vp = plan_vector_points(*inner, *nest.back(), k.params);
+    if (vp.vector > 0) {
+      // Each thread takes `vector` consecutive points of the innermost loop (its extent is a
+      // multiple), moving the contiguous buffers as one vector each.
+      out.points_per_thread = vp.vector;
+      line(1, str("for (", idx, " kiln_i = ", idx, "(blockIdx.x) * blockDim.x + threadIdx.x; kiln_i < kiln_points / ",
+                  vp.vector, ";"));
+      line(1, str("     kiln_i += ", idx, "(gridDim.x) * blockDim.x) {"));
+      decode(nest, str("kiln_i * ", vp.vector), 2, "_base");
+      for (const VectorAccess& a : vp.loads) {
+        const auto& p = k.params[size_t(a.param)];
+        line(2, str("__align__(16) ", c_storage_type(p.dtype), " p", kStagedParamBase + a.param, "[", vp.vector, "];"));
+        line(2, str("kiln_load_vec(p", kStagedParamBase + a.param, ", p", a.param, " + (", c_index_expression(a.first), "));"));
+      }
+      for (const VectorAccess& a : vp.stores)
+        line(2, str("__align__(16) ", c_storage_type(k.params[size_t(a.param)].dtype), " p", kStagedParamBase + a.param,
+                    "[", vp.vector, "];"));
+      line(2, "#pragma unroll");
+      line(2, str("for (int kiln_j = 0; kiln_j < ", vp.vector, "; ++kiln_j) {"));
+      line(3, str("const ", idx, " ", vp.var, " = ", vp.var, "_base + kiln_j;"));
+      emit_sequential(vp.body, 3);
+      line(2, "}");
+      for (const VectorAccess& a : vp.stores)
+        line(2, str("kiln_store_vec(p", a.param, " + (", c_index_expression(a.first), "), p", kStagedParamBase + a.param, ");"));
+      line(1, "}");
+    } else if (out.mapping == GridMapping::kPointwise) {
       line(1, str("for (", idx, " kiln_i = ", idx, "(blockIdx.x) * blockDim.x + threadIdx.x; kiln_i < kiln_points;"));
       line(1, str("     kiln_i += ", idx, "(gridDim.x) * blockDim.x) {"));
       decode(nest, "kiln_i", 2);
       emit_sequential(*inner, 2);
       line(1, "}");
+    } else if (staging.in_registers) {
+      line(1, str("constexpr int kiln_block = ", out.block_threads, ";  // launched with exactly this many threads"));
+      std::string first_row = "blockIdx.x", row_step = "gridDim.x";
+      if (staging.cluster > 1) {
+        // Every block of a cluster works on the same rows; block kiln_rank holds part kiln_rank.
+        line(1, "const int kiln_rank = kiln_cluster_rank();");
+        line(1, str("const ", idx, " kiln_first = ", idx, "(kiln_rank) * ", staging.block_elements, ";"));
+        line(1, str("const int kiln_valid = int(", staging.row_elements, " - kiln_first < ", staging.block_elements, " ? ",
+                    staging.row_elements, " - kiln_first : ", staging.block_elements, ");"));
+        line(1, str("const ", idx, " kiln_end = kiln_first + kiln_valid; (void)kiln_end;"));
+        first_row = str("blockIdx.x / ", staging.cluster), row_step = str("(gridDim.x / ", staging.cluster, ")");
+        single_writer_test = "threadIdx.x == 0 && kiln_rank == 0";
+      } else {
+        line(1, str("constexpr int kiln_valid = ", staging.row_elements, ";"));
+        line(1, str("constexpr ", idx, " kiln_end = ", staging.row_elements, "; (void)kiln_end;"));
+      }
+      emit_register_arrays(staging, /*row_invariant=*/true, 1);
+      if (staging.prefetch) emit_prefetch_start(staging, nest, first_row, 1);
+      line(1, str("for (", idx, " kiln_row = ", first_row, "; kiln_row < kiln_points; kiln_row += ", row_step, ") {"));
+      decode(nest, "kiln_row", 2);
+      if (staging.prefetch) emit_prefetch_next(staging, nest, row_step, 2);
+      emit_register_arrays(staging, /*row_invariant=*/false, 2);
+      emit_row(staging.body, 2, staging);
+      emit_register_stores(staging, 2);
+      if (staging.prefetch) emit_prefetch_rotate(staging, 2);
+      // A block rewrites its slot of a reduction only after the cluster passed the row's next
+      // reduction (every block has read the slot by then); with one reduction a row, a barrier at
+      // the row's end stands in. The last barrier keeps every block's shared memory alive until
+      // the cluster has read it.
+      const bool one_site = cluster_sites_ < 2;
+      if (staging.cluster > 1 && one_site) line(2, "kiln_cluster_sync();  // the cluster's reductions of this row are read");
+      line(1, "}");
+      if (staging.cluster > 1 && !one_site) line(1, "kiln_cluster_sync();  // no block leaves while the cluster reads it");
     } else {
       // The row loop's bound is the same for every thread of a block, so the block-wide
       // reductions inside are reached by all of them.
       line(1, str("constexpr int kiln_block = ", out.block_threads, ";  // launched with exactly this many threads"));
-      std::vector<std::string> grid_vars;
-      for (const Stmt* l : nest) grid_vars.push_back(l->var);
-      RowStaging staging = plan_row_staging(*inner, grid_vars, k.params, options.shared_budget_bytes);
       emit_staging_declarations(staging, out);
       line(1, str("for (", idx, " kiln_row = blockIdx.x; kiln_row < kiln_points; kiln_row += gridDim.x) {"));
       decode(nest, "kiln_row", 2);
       emit_staged_copies(staging, /*outputs=*/false, /*row_invariant=*/false, 2);
-      emit_row(staging.body, 2);
+      emit_row(staging.body, 2, staging);
       emit_staged_copies(staging, /*outputs=*/true, false, 2);
       if (staging.any_per_row()) line(2, "__syncthreads();  // the next row's staging reuses the shared rows");
       line(1, "}");

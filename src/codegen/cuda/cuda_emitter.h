@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/cuda/row_staging.h"
 #include "lower/loop_ir.h"
 
 namespace kiln::codegen::cuda {
@@ -35,12 +36,24 @@ struct CudaKernelSource {
   // kRowBlock: dynamic shared memory per block for staged rows (row_staging.h); 0 when none.
   int64_t shared_bytes = 0;
   int staged_buffers = 0;
+  // kRowBlock with register rows split over a thread-block cluster: blocks per cluster (compiled
+  // into the kernel with __cluster_dims__); the grid must be a multiple of it. 1: no cluster.
+  int cluster = 1;
+  // kPointwise: consecutive points each thread takes (vector_points.h); the launcher sizes the grid
+  // for points / points_per_thread threads.
+  int points_per_thread = 1;
 };
 
 struct CudaEmitOptions {
   // Dynamic shared memory a row-block kernel may use to keep its rows on chip. 48 KiB works on
   // every GPU without opting in; compile_cuda passes the device's opt-in limit.
   int64_t shared_budget_bytes = 48 * 1024;
+  // Row-block kernels whose row loops share one constant extent keep their rows in registers
+  // (row_staging.h, RowStaging::in_registers); otherwise rows are staged in shared memory.
+  bool register_rows = true;
+  RegisterRowOptions registers;
+  // Pointwise kernels take several consecutive points a thread with vector loads and stores.
+  bool vector_points = true;  // max_cluster > 1 needs sm_90 (compile_cuda sets it from the device)
 };
 
 // Device helpers every CUDA translation unit starts with: fixed-width integer types, the same

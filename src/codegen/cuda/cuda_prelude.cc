@@ -121,6 +121,13 @@ __device__ inline uint16_t kiln_f2b(float f) {
 #endif
 }
 __device__ inline float kiln_exp(float x) { return ::expf(x); }
+// exp for kernels whose every result is rounded to f16/bf16 (register rows, RowStaging::fast_exp):
+// one multiply and the hardware's ex2 (relative error ~2^-22 plus the product's rounding).
+__device__ inline float kiln_exp16(float x) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x * 1.4426950408889634f));
+  return r;
+}
 __device__ inline double kiln_exp(double x) { return ::exp(x); }
 __device__ inline float kiln_erf(float x) { return ::erff(x); }  // the shared emitter writes kiln_erf
 __device__ inline double kiln_erf(double x) { return ::erf(x); }
@@ -153,6 +160,20 @@ template <typename T> __device__ inline T kiln_acc_max(T acc, T v) {
 template <typename T> __device__ inline T kiln_acc_min(T acc, T v) {
   return (kstd::isnan(v) || v < acc) ? (kstd::isnan(acc) ? acc : v) : acc;
 }
+#if __CUDA_ARCH__ >= 800
+// One instruction for f32 (sm_80+): max/min.NaN propagate NaN like the generic fold (as the
+// canonical NaN) and order -0 below +0.
+template <> __device__ inline float kiln_acc_max<float>(float acc, float v) {
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(acc), "f"(v));
+  return r;
+}
+template <> __device__ inline float kiln_acc_min<float>(float acc, float v) {
+  float r;
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(acc), "f"(v));
+  return r;
+}
+#endif
 template <typename T> __device__ inline T kiln_clamp(T x, double lo, double hi) {
   if (kstd::isnan(x)) return x;
   return double(x) < lo ? T(lo) : (double(x) > hi ? T(hi) : x);
@@ -228,6 +249,117 @@ __device__ inline void kiln_copy_row(T* __restrict__ dst, const T* __restrict__ 
 #pragma unroll 4
     for (int v = threadIdx.x; v < kN; v += kBlock) dst[v] = src[v];
   }
+}
+
+// Register rows (row_staging.h): thread t holds elements (c * kBlock + t) * kV + j, j < kV, of its
+// block's n elements in r[c * kV + j]; each chunk of kV moves as one vector when the row is aligned
+// for it and the chunk is whole, element by element otherwise (a sliced view's rows start anywhere).
+template <int kBytes> struct kiln_vec_bytes;
+template <> struct __align__(16) kiln_vec_bytes<16> { unsigned int v[4]; };
+template <> struct __align__(8) kiln_vec_bytes<8> { unsigned int v[2]; };
+template <> struct __align__(4) kiln_vec_bytes<4> { unsigned int v[1]; };
+template <> struct __align__(2) kiln_vec_bytes<2> { unsigned short v[1]; };
+template <> struct kiln_vec_bytes<1> { unsigned char v[1]; };
+template <int kBlock, int kV, typename T, int kEPT>
+__device__ inline void kiln_load_regs(T (&r)[kEPT], const T* __restrict__ src, int n) {
+  using V = kiln_vec_bytes<kV * int(sizeof(T))>;
+  const bool aligned = (reinterpret_cast<unsigned long long>(src) % sizeof(V)) == 0;
+#pragma unroll
+  for (int c = 0; c < kEPT / kV; ++c) {
+    const int j = (c * kBlock + int(threadIdx.x)) * kV;
+    if (aligned && j + kV <= n) {
+      *reinterpret_cast<V*>(&r[c * kV]) = *reinterpret_cast<const V*>(src + j);
+    } else {
+#pragma unroll
+      for (int v = 0; v < kV; ++v)
+        if (j + v < n) r[c * kV + v] = src[j + v];
+    }
+  }
+}
+template <int kBlock, int kV, typename T, int kEPT>
+__device__ inline void kiln_store_regs(T* __restrict__ dst, const T (&r)[kEPT], int n) {
+  using V = kiln_vec_bytes<kV * int(sizeof(T))>;
+  const bool aligned = (reinterpret_cast<unsigned long long>(dst) % sizeof(V)) == 0;
+#pragma unroll
+  for (int c = 0; c < kEPT / kV; ++c) {
+    const int j = (c * kBlock + int(threadIdx.x)) * kV;
+    if (aligned && j + kV <= n) {
+      *reinterpret_cast<V*>(dst + j) = *reinterpret_cast<const V*>(&r[c * kV]);
+    } else {
+#pragma unroll
+      for (int v = 0; v < kV; ++v)
+        if (j + v < n) dst[j + v] = r[c * kV + v];
+    }
+  }
+}
+
+// Vector points (vector_points.h): kV consecutive elements as one vector when aligned for it.
+template <typename T, int kV> __device__ inline void kiln_load_vec(T (&r)[kV], const T* __restrict__ src) {
+  using V = kiln_vec_bytes<kV * int(sizeof(T))>;
+  if ((reinterpret_cast<unsigned long long>(src) % sizeof(V)) == 0) {
+    *reinterpret_cast<V*>(&r[0]) = *reinterpret_cast<const V*>(src);
+  } else {
+#pragma unroll
+    for (int v = 0; v < kV; ++v) r[v] = src[v];
+  }
+}
+template <typename T, int kV> __device__ inline void kiln_store_vec(T* __restrict__ dst, const T (&r)[kV]) {
+  using V = kiln_vec_bytes<kV * int(sizeof(T))>;
+  if ((reinterpret_cast<unsigned long long>(dst) % sizeof(V)) == 0) {
+    *reinterpret_cast<V*>(dst) = *reinterpret_cast<const V*>(&r[0]);
+  } else {
+#pragma unroll
+    for (int v = 0; v < kV; ++v) dst[v] = r[v];
+  }
+}
+
+// Thread-block clusters (sm_90): a row split over kCluster blocks combines each block's reduced
+// value through distributed shared memory, folded in rank order so every block gets the same.
+__device__ inline int kiln_cluster_rank() {
+#if __CUDA_ARCH__ >= 900
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return int(r);
+#else
+  return 0;
+#endif
+}
+__device__ inline void kiln_cluster_sync() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+#endif
+}
+template <int kCluster, typename T, typename F> __device__ inline T kiln_cluster_reduce(T v, F combine) {
+#if __CUDA_ARCH__ >= 900
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "cluster reductions move 4- or 8-byte values");
+  __shared__ T kiln_mine;  // one per call site (F is the site's lambda)
+  if (threadIdx.x == 0) kiln_mine = v;
+  kiln_cluster_sync();
+  unsigned local;
+  asm volatile("{ .reg .u64 g; cvta.to.shared.u64 g, %1; cvt.u32.u64 %0, g; }" : "=r"(local) : "l"(&kiln_mine));
+  // Every block's value is requested before any is used: the remote loads overlap.
+  T xs[kCluster];
+#pragma unroll
+  for (int b = 0; b < kCluster; ++b) {
+    unsigned remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(b));
+    if (sizeof(T) == 4) {
+      unsigned bits;
+      asm volatile("ld.shared::cluster.b32 %0, [%1];" : "=r"(bits) : "r"(remote));
+      kiln_copy_bytes(&xs[b], &bits, 4);
+    } else {
+      unsigned long long bits;
+      asm volatile("ld.shared::cluster.b64 %0, [%1];" : "=l"(bits) : "r"(remote));
+      kiln_copy_bytes(&xs[b], &bits, 8);
+    }
+  }
+  T r = xs[0];
+#pragma unroll
+  for (int b = 1; b < kCluster; ++b) r = combine(r, xs[b]);
+  return r;
+#else
+  return v;
+#endif
 }
 )KILN";
   text += str("\nstruct KilnArgs {\n  void* bufs[", kMaxKernelBuffers, "];\n  int64_t syms[", kMaxKernelSymbols,

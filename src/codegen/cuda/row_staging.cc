@@ -41,12 +41,6 @@ struct Access {
   }
 };
 
-// `index` as `base + var` with base free of var; nullopt when it is not of that form.
-std::optional<Index> contiguous_base(const Index& index, const std::string& var) {
-  Index base = index.substitute({{var, Index(0)}});
-  if (index - base != Index::symbol(var)) return std::nullopt;
-  return base;
-}
 
 void visit_loads(const ScalarPtr& s, const std::function<void(const Scalar&)>& fn) {
   if (!s) return;
@@ -91,10 +85,14 @@ int64_t round16(int64_t bytes) { return (bytes + 15) / 16 * 16; }
 
 }  // namespace
 
-RowStaging plan_row_staging(const std::vector<Stmt>& row_body, const std::vector<std::string>& grid_vars,
-                            const std::vector<lower::KernelParam>& params, int64_t budget_bytes) {
-  RowStaging out;
-  out.body = row_body;
+std::optional<Index> contiguous_base(const Index& index, const std::string& var) {
+  Index base = index.substitute({{var, Index(0)}});
+  if (index - base != Index::symbol(var)) return std::nullopt;
+  return base;
+}
+
+std::vector<RowCandidate> row_candidates(const std::vector<Stmt>& row_body, const std::vector<std::string>& grid_vars,
+                                         const std::vector<lower::KernelParam>& params) {
   std::map<int, Access> acc;
   const std::set<std::string> grid(grid_vars.begin(), grid_vars.end());
 
@@ -141,7 +139,7 @@ RowStaging plan_row_staging(const std::vector<Stmt>& row_body, const std::vector
       if (grid.count(s)) return false;
     return true;
   };
-  std::vector<StagedBuffer> inputs, outputs;
+  std::vector<RowCandidate> out;
   for (const auto& [p, a] : acc) {
     if (a.bad || !a.have_base || a.extent <= 0 || p < 0 || size_t(p) >= params.size()) continue;
     const lower::KernelParam& kp = params[size_t(p)];
@@ -150,21 +148,48 @@ RowStaging plan_row_staging(const std::vector<Stmt>& row_body, const std::vector
     b.row_invariant = invariant(a.base);
     if (!kp.is_output) {
       if (!a.loaded_in_rows || (b.row_invariant && kp.may_alias)) continue;
-      inputs.push_back(b);
     } else {
       if (a.loaded_in_rows || a.touched_outside || a.stores != 1 || b.row_invariant) continue;
-      outputs.push_back(b);
     }
+    out.push_back({b, a.last_load_loop, a.store_loop, a.store_is_last});
+  }
+  return out;
+}
+
+void redirect_staged(std::vector<Stmt>& body, const std::set<int>& loads, const std::set<int>& stores,
+                     const std::string& index_var) {
+  for (Stmt& st : body) {
+    if (st.kind != Stmt::kFor || !st.extent.is_constant() || has_loop(st.body)) continue;
+    const std::string& var = index_var.empty() ? st.var : index_var;
+    for (Stmt& leaf : st.body) {
+      leaf.value = redirect(leaf.value, loads, var);
+      if (leaf.kind == Stmt::kStore && stores.count(leaf.param)) {
+        leaf.param = kStagedParamBase + leaf.param;
+        leaf.index = Index::symbol(var);
+      }
+    }
+  }
+}
+
+RowStaging plan_row_staging(const std::vector<Stmt>& row_body, const std::vector<std::string>& grid_vars,
+                            const std::vector<lower::KernelParam>& params, int64_t budget_bytes) {
+  RowStaging out;
+  out.body = row_body;
+  std::vector<StagedBuffer> inputs, outputs;
+  std::map<int, RowCandidate> info;
+  for (const RowCandidate& c : row_candidates(row_body, grid_vars, params)) {
+    (c.buffer.is_output ? outputs : inputs).push_back(c.buffer);
+    info[c.buffer.param] = c;
   }
   // An output written by the last statement of a loop after which its row's input is not read
   // again can take that input's space: each element is read and written by the same thread, in
   // that order, because every row loop strides the same way.
   for (StagedBuffer& o : outputs) {
-    const Access& ao = acc.at(o.param);
+    const RowCandidate& ao = info.at(o.param);
     if (!ao.store_is_last) continue;
     for (StagedBuffer& in : inputs) {
       if (in.row_invariant || in.shares_with >= 0 || in.extent != o.extent ||
-          dtype_size(in.dtype) != dtype_size(o.dtype) || acc.at(in.param).last_load_loop > ao.store_loop)
+          dtype_size(in.dtype) != dtype_size(o.dtype) || info.at(in.param).last_load_loop > ao.store_loop)
         continue;
       in.shares_with = o.param;
       o.shares_with = in.param;
@@ -211,16 +236,7 @@ RowStaging plan_row_staging(const std::vector<Stmt>& row_body, const std::vector
   std::set<int> staged_loads;
   std::set<int> staged_stores;
   for (const StagedBuffer& b : out.buffers) (b.is_output ? staged_stores : staged_loads).insert(b.param);
-  for (Stmt& st : out.body) {
-    if (st.kind != Stmt::kFor || !st.extent.is_constant() || has_loop(st.body)) continue;
-    for (Stmt& leaf : st.body) {
-      leaf.value = redirect(leaf.value, staged_loads, st.var);
-      if (leaf.kind == Stmt::kStore && staged_stores.count(leaf.param)) {
-        leaf.param = kStagedParamBase + leaf.param;
-        leaf.index = Index::symbol(st.var);
-      }
-    }
-  }
+  redirect_staged(out.body, staged_loads, staged_stores, "");
   return out;
 }
 

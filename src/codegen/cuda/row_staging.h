@@ -5,6 +5,8 @@
 // 2-byte load per element that held the row kernels at 1.1-1.8 TB/s.
 #pragma once
 
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -26,10 +28,44 @@ struct StagedBuffer {
   int64_t offset = 0;         // byte offset in the block's dynamic shared memory
 };
 
+// Register rows (plan_register_rows): a value computed in one row loop and again, identically, in
+// a later one (softmax's exp) is kept per thread in `array[kiln_e]` instead of recomputed.
+struct KeptValue {
+  std::string let;    // the Let of the earlier loop that writes the array
+  std::string array;  // kiln_keepN
+  DType dtype = DType::F32;
+};
+// Register rows: a division by a row-level value becomes a multiplication by its reciprocal,
+// computed once per row before loop `loop`.
+struct RowReciprocal {
+  std::string of;    // the row-level value divided by
+  std::string name;  // kiln_rcp_<of>
+  DType dtype = DType::F32;
+  int loop = 0;      // index among the row body's loops of the first loop that uses it
+};
+
 struct RowStaging {
   std::vector<StagedBuffer> buffers;  // empty: nothing staged, `body` is the original
   int64_t shared_bytes = 0;           // dynamic shared memory per block
   std::vector<lower::Stmt> body;      // the row body with staged loads and stores redirected
+
+  // Register rows (in_registers): each staged buffer is a per-thread array of `per_thread`
+  // elements; thread t of the block holds elements (c * threads + t) * vector + j, j < vector, of
+  // its block's part of the row, so a row is read and written with one vector per chunk and every
+  // row loop is unrolled over the thread's elements (index kiln_e). With cluster > 1 the row is
+  // split into `cluster` parts of `block_elements`, one per block of a thread-block cluster, and
+  // the reductions are combined across the cluster through distributed shared memory.
+  bool in_registers = false;
+  int threads = 0;
+  int per_thread = 0;
+  int vector = 1;
+  int cluster = 1;
+  int64_t row_elements = 0;    // N, the row loops' common extent
+  int64_t block_elements = 0;  // elements of the row each block holds (N when cluster == 1)
+  std::vector<KeptValue> kept;
+  std::vector<RowReciprocal> reciprocals;
+  bool prefetch = false;       // per-row inputs of the next row are loaded before this row's loops
+  bool fast_exp = false;       // every stored value is a 16-bit float: exp via ex2.approx (kiln_exp16)
   bool any_per_row() const {
     for (const auto& b : buffers)
       if (!b.row_invariant) return true;
@@ -44,5 +80,42 @@ struct RowStaging {
 // stages nothing when the per-row buffers would not fit in `budget_bytes`.
 RowStaging plan_row_staging(const std::vector<lower::Stmt>& row_body, const std::vector<std::string>& grid_vars,
                             const std::vector<lower::KernelParam>& params, int64_t budget_bytes);
+
+struct RegisterRowOptions {
+  int max_threads = 1024;    // block size limit
+  // Blocks up to this size are preferred: a row longer than such a block holds is split over a
+  // cluster when clusters allow, so several rows share a multiprocessor (one 1024-thread block per
+  // multiprocessor left it idle while the block computed).
+  int preferred_threads = 256;
+  int max_per_thread = 32;   // row elements per thread and buffer
+  int max_cluster = 1;       // blocks that may share a row (thread-block clusters need sm_90); 1: none
+  int register_words = 48;   // 32-bit registers per thread for staged arrays and kept values
+  bool prefetch = true;      // load the block's next row while computing this one, if registers allow
+};
+
+// Plans register rows (see RowStaging::in_registers) for a row body whose loops are all simple
+// (no nested loop) with one common constant extent. Returns a staging with no buffers when the
+// body does not qualify or the arrays would not fit `register_words`; the caller then falls back
+// to plan_row_staging. Kept values and reciprocals are only planned here (see KeptValue).
+RowStaging plan_register_rows(const std::vector<lower::Stmt>& row_body, const std::vector<std::string>& grid_vars,
+                              const std::vector<lower::KernelParam>& params, const RegisterRowOptions& options);
+
+// `index` as `base + var` with base free of var; nullopt when it is not of that form.
+std::optional<lower::Index> contiguous_base(const lower::Index& index, const std::string& var);
+
+// Internal to the planners: the per-row and row-invariant buffers a row body reads as `base + i`
+// and the outputs it writes that way (the candidates for staging), with where they are touched.
+struct RowCandidate {
+  StagedBuffer buffer;
+  int last_load_loop = -1;
+  int store_loop = -1;
+  bool store_is_last = false;
+};
+std::vector<RowCandidate> row_candidates(const std::vector<lower::Stmt>& row_body, const std::vector<std::string>& grid_vars,
+                                         const std::vector<lower::KernelParam>& params);
+// Rewrites the simple constant-extent loops of `body`: loads of `loads` params and stores to
+// `stores` params go to p<kStagedParamBase + param>[index_var] (index_var empty: the loop's var).
+void redirect_staged(std::vector<lower::Stmt>& body, const std::set<int>& loads, const std::set<int>& stores,
+                     const std::string& index_var);
 
 }  // namespace kiln::codegen::cuda

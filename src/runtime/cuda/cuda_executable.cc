@@ -269,11 +269,14 @@ CudaExecutable::Binding& CudaExecutable::binding_for_dims(const std::map<std::st
       if (ks.mapping == codegen::cuda::GridMapping::kPointwise) {
         int64_t threads = options.block_threads;
         plan.shape.block_x = unsigned(threads);
-        plan.shape.grid_x = unsigned(std::clamp<int64_t>((points + threads - 1) / threads, 1, int64_t(sms) * 16));
+        const int64_t work = (points + ks.points_per_thread - 1) / ks.points_per_thread;
+        plan.shape.grid_x = unsigned(std::clamp<int64_t>((work + threads - 1) / threads, 1, int64_t(sms) * 16));
       } else {
         plan.shape.block_x = unsigned(ks.block_threads);  // the kernel's loops stride by exactly this
         plan.shape.shared_bytes = unsigned(ks.shared_bytes);  // its staged rows
-        plan.shape.grid_x = unsigned(std::clamp<int64_t>(points, 1, int64_t(sms) * 32));
+        // Register-row kernels split over a cluster take `cluster` blocks per row.
+        const int64_t c = ks.cluster;
+        plan.shape.grid_x = unsigned(c * std::clamp<int64_t>(points, 1, std::max<int64_t>(1, int64_t(sms) * 32 / c)));
       }
     }
     b->steps.push_back(std::move(plan));
@@ -557,6 +560,14 @@ std::shared_ptr<Executable> compile_cuda(const Graph& g, const CudaCompileOption
   codegen::cuda::CudaEmitOptions emit;
   // The opt-in shared memory per block, less what the block reductions declare statically.
   emit.shared_budget_bytes = std::max<int64_t>(0, int64_t(device.info().max_shared_per_block_optin) - 1024);
+  emit.register_rows = options.register_rows;
+  emit.vector_points = options.vector_points;
+  emit.registers.max_per_thread = std::max(1, options.row_max_per_thread);
+  emit.registers.max_threads = std::clamp(options.row_max_threads, 32, 1024);
+  emit.registers.register_words = std::max(1, options.row_register_words);
+  emit.registers.max_cluster = device.info().compute_major >= 9 ? std::clamp(options.row_max_cluster, 1, 16) : 1;
+  emit.registers.preferred_threads = std::clamp(options.row_preferred_threads, 32, 1024);
+  emit.registers.prefetch = options.row_prefetch;
   for (const auto& lk : low.kernels) exe->kernel_sources.push_back(codegen::cuda::emit_cuda_kernel(lk.kernel, emit));
   exe->source_ = codegen::cuda::cuda_translation_unit(exe->kernel_sources);
   for (const auto& k : exe->kernel_sources) exe->uses_status_ |= k.source.find(", kiln_status)") != std::string::npos;
@@ -593,6 +604,7 @@ std::shared_ptr<Executable> compile_cuda(const Graph& g, const CudaCompileOption
     for (const auto& k : exe->kernel_sources) {
       exe->functions.push_back(exe->module->function(k.name));
       if (k.shared_bytes > 48 * 1024) allow_dynamic_shared(exe->functions.back(), int(k.shared_bytes));
+      if (k.cluster > 8) allow_non_portable_cluster(exe->functions.back());
     }
     exe->stats_.load_ms = millis(c1, Clock::now());
   }

@@ -32,6 +32,10 @@ void allow_dynamic_shared(CUfunction kernel, int bytes) {
   KILN_CU(driver().cuFuncSetAttribute(kernel, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes));
 }
 
+void allow_non_portable_cluster(CUfunction kernel) {
+  KILN_CU(driver().cuFuncSetAttribute(kernel, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1));
+}
+
 int max_active_blocks_per_multiprocessor(CUfunction kernel, int block_threads) {
   int blocks = 0;
   KILN_CU(driver().cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, block_threads, 0));

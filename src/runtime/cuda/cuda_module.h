@@ -35,6 +35,8 @@ void launch_kernel(CUfunction kernel, const LaunchShape& shape, const Stream& st
 
 // Lets `kernel` launch with `bytes` of dynamic shared memory (above 48 KiB needs the opt-in).
 void allow_dynamic_shared(CUfunction kernel, int bytes);
+// Lets a kernel compiled with __cluster_dims__ over 8 blocks (the portable limit) launch (sm_90: 16).
+void allow_non_portable_cluster(CUfunction kernel);
 
 // How many blocks of `block_threads` threads fit on one multiprocessor at once.
 int max_active_blocks_per_multiprocessor(CUfunction kernel, int block_threads);

@@ -106,6 +106,7 @@ TEST(CudaCodegen, RowsAreStagedInSharedMemoryWithinTheBudget) {
     EXPECT_EQ(low->kernels.size(), 1u);
     codegen::cuda::CudaEmitOptions o;
     o.shared_budget_bytes = budget;
+    o.register_rows = false;  // this test is about shared memory (register rows: the next test)
     return codegen::cuda::emit_cuda_kernel(low->kernels[0].kernel, o);
   };
   auto softmax = kernel_of(Op::Softmax, DType::BF16, 64, 4096, 48 * 1024);
@@ -124,6 +125,101 @@ TEST(CudaCodegen, RowsAreStagedInSharedMemoryWithinTheBudget) {
   if (!cuda::nvrtc_status().loaded) GTEST_SKIP() << cuda::nvrtc_status().message;
   std::string source = codegen::cuda::cuda_translation_unit({softmax, norm, too_long, opt_in});
   EXPECT_NO_THROW(cuda::nvrtc_compile(source, "staged.cu", "sm_90", {"--std=c++17", "-diag-suppress=550,177"}));
+}
+
+// Register rows: a row kernel whose loops share one constant extent holds the row in per-thread
+// arrays (one vector load per chunk), keeps softmax's exp from the sum loop for the write loop,
+// multiplies by the sum's reciprocal (16-bit outputs only), and splits rows too long for one
+// block over a thread-block cluster. Each form compiles with NVRTC for sm_90.
+TEST(CudaCodegen, RowsAreHeldInRegistersAndLongRowsSplitOverAClusters) {
+  auto kernel_of = [](Op op, DType t, int64_t rows, int64_t cols, int max_cluster) {
+    Graph g("rows");
+    Value* x = g.add_input("x", TensorType{t, {SymInt(rows), SymInt(cols)}, Device::CPU});
+    Value* y;
+    if (op == Op::LayerNorm) {
+      Value* w = g.add_input("w", TensorType{t, {SymInt(cols)}, Device::CPU});
+      y = g.add(Op::LayerNorm, {x, w, w});
+    } else {
+      y = g.add(op, {x});
+    }
+    g.set_outputs({y});
+    auto low = runtime::lower_for_target(g, CompileOptions{},
+                                         str("kiln_", op_name(op), "_", dtype_name(t), "_", cols, "_", max_cluster, "_"));
+    EXPECT_EQ(low->kernels.size(), 1u);
+    codegen::cuda::CudaEmitOptions o;
+    o.registers.max_cluster = max_cluster;
+    return codegen::cuda::emit_cuda_kernel(low->kernels[0].kernel, o);
+  };
+  auto softmax = kernel_of(Op::Softmax, DType::BF16, 64, 4096, 1);
+  EXPECT_EQ(softmax.block_threads, 256) << softmax.source;
+  EXPECT_EQ(softmax.shared_bytes, 0) << softmax.source;
+  EXPECT_NE(softmax.source.find("rows in registers: 256 threads x 16 elements"), std::string::npos) << softmax.source;
+  // The first row is loaded before the row loop, each next row while the current one computes.
+  EXPECT_NE(softmax.source.find("kiln_load_regs<kiln_block, 8>(p1000, p0 + (4096*i0_next), kiln_valid);"), std::string::npos)
+      << softmax.source;
+  EXPECT_NE(softmax.source.find("kiln_load_regs<kiln_block, 8>(kiln_next0, p0 + (4096*i0_next), kiln_valid);"),
+            std::string::npos)
+      << softmax.source;
+  EXPECT_NE(softmax.source.find("p1000[kiln_e] = kiln_next0[kiln_e];"), std::string::npos) << softmax.source;
+  EXPECT_NE(softmax.source.find("kiln_exp16("), std::string::npos) << "bf16 output: " << softmax.source;
+  EXPECT_NE(softmax.source.find("kiln_store_regs<kiln_block, 8>(p1 + (4096*i0), p1001, kiln_valid);"), std::string::npos)
+      << softmax.source;
+  EXPECT_EQ(softmax.source.find("p0[4096*i0 + i1]"), std::string::npos) << "every row read is in registers: " << softmax.source;
+  EXPECT_NE(softmax.source.find("kiln_keep0[kiln_e] = "), std::string::npos) << "exp is kept: " << softmax.source;
+  EXPECT_NE(softmax.source.find("= kiln_keep0[kiln_e];"), std::string::npos) << softmax.source;
+  EXPECT_NE(softmax.source.find("const float kiln_rcp_"), std::string::npos) << softmax.source;
+  EXPECT_EQ(softmax.source.find("if (i1 < kiln_end)"), std::string::npos) << "4096 = 256 x 16: no guard" << softmax.source;
+  // f32 output: the division stays a division; 1000 is not a whole number of chunks: guarded.
+  auto f32_softmax = kernel_of(Op::Softmax, DType::F32, 64, 4096, 1);
+  EXPECT_EQ(f32_softmax.source.find("kiln_exp16("), std::string::npos) << "f32 output: exact exp " << f32_softmax.source;
+  EXPECT_EQ(f32_softmax.source.find("kiln_rcp_"), std::string::npos) << f32_softmax.source;
+  auto norm = kernel_of(Op::LayerNorm, DType::F32, 5, 1000, 1);
+  EXPECT_NE(norm.source.find("rows in registers: 64 threads x 16 elements"), std::string::npos) << norm.source;
+  EXPECT_NE(norm.source.find("if (i1 < kiln_end)"), std::string::npos) << norm.source;
+  EXPECT_EQ(norm.source.find("kiln_rcp_"), std::string::npos) << norm.source;
+  EXPECT_NE(norm.source.find("(out)'s part of the row"), std::string::npos) << norm.source;
+  // 262144 bf16 elements: 8 blocks of 1024 threads x 32 elements, reductions across the cluster.
+  auto split = kernel_of(Op::Softmax, DType::BF16, 2, 262144, 8);
+  EXPECT_EQ(split.cluster, 8) << split.source;
+  EXPECT_NE(split.source.find("__cluster_dims__(8, 1, 1)"), std::string::npos) << split.source;
+  EXPECT_NE(split.source.find("kiln_cluster_reduce<8, float>"), std::string::npos) << split.source;
+  EXPECT_NE(split.source.find("kiln_row = blockIdx.x / 8"), std::string::npos) << split.source;
+  // Two reductions a row: no barrier at each row's end, one before the blocks leave.
+  EXPECT_EQ(split.source.find("kiln_cluster_sync();  // the cluster's reductions"), std::string::npos) << split.source;
+  EXPECT_NE(split.source.find("kiln_cluster_sync();  // no block leaves"), std::string::npos) << split.source;
+  // Without clusters such a row falls back to the shared-memory path (here: too long to stage).
+  auto unsplit = kernel_of(Op::Softmax, DType::BF16, 2, 262144, 1);
+  EXPECT_EQ(unsplit.cluster, 1);
+  EXPECT_EQ(unsplit.source.find("rows in registers"), std::string::npos) << unsplit.source;
+  if (!cuda::nvrtc_status().loaded) GTEST_SKIP() << cuda::nvrtc_status().message;
+  std::string source = codegen::cuda::cuda_translation_unit({softmax, f32_softmax, norm, split, unsplit});
+  EXPECT_NO_THROW(cuda::nvrtc_compile(source, "register_rows.cu", "sm_90", {"--std=c++17", "-diag-suppress=550,177"}));
+}
+
+// Vector points: a pointwise kernel whose innermost extent is a multiple of 16 bytes' worth takes
+// that many consecutive points a thread; contiguous buffers (x, and the bias row broadcast along
+// the outer dim) move as vectors. An odd innermost extent keeps one point a thread.
+TEST(CudaCodegen, PointwiseKernelsTakeVectorsOfConsecutivePoints) {
+  auto kernel_of = [](int64_t cols) {
+    Graph g("points");
+    Value* x = g.add_input("x", TensorType{DType::BF16, {SymInt(7), SymInt(cols)}, Device::CPU});
+    Value* b = g.add_input("b", TensorType{DType::BF16, {SymInt(cols)}, Device::CPU});
+    g.set_outputs({g.add(Op::Gelu, {g.add(Op::Add, {x, b})})});
+    auto low = runtime::lower_for_target(g, CompileOptions{}, str("kiln_points_", cols, "_"));
+    EXPECT_EQ(low->kernels.size(), 1u);
+    return codegen::cuda::emit_cuda_kernel(low->kernels[0].kernel);
+  };
+  auto vec = kernel_of(64);
+  EXPECT_EQ(vec.points_per_thread, 8) << vec.source;
+  EXPECT_NE(vec.source.find("kiln_load_vec(p1000, p0 + ("), std::string::npos) << vec.source;
+  EXPECT_NE(vec.source.find("kiln_load_vec(p1001, p1 + ("), std::string::npos) << vec.source;
+  EXPECT_NE(vec.source.find("kiln_store_vec(p2 + ("), std::string::npos) << vec.source;
+  auto odd = kernel_of(33);
+  EXPECT_EQ(odd.points_per_thread, 1) << odd.source;
+  EXPECT_EQ(odd.source.find("kiln_load_vec"), std::string::npos) << odd.source;
+  if (!cuda::nvrtc_status().loaded) GTEST_SKIP() << cuda::nvrtc_status().message;
+  std::string source = codegen::cuda::cuda_translation_unit({vec, odd});
+  EXPECT_NO_THROW(cuda::nvrtc_compile(source, "points.cu", "sm_90", {"--std=c++17", "-diag-suppress=550,177"}));
 }
 
 // The built-in GPT block needs nothing but generated kernels and matmuls on the GPU.
@@ -162,8 +258,9 @@ CudaCompileOptions cuda_options() {
   return o;
 }
 
-void expect_cuda_matches(const Graph& g, const std::vector<std::vector<HostTensor>>& runs, const std::string& label) {
-  auto exe = compile_cuda(g, cuda_options());
+void expect_cuda_matches(const Graph& g, const std::vector<std::vector<HostTensor>>& runs, const std::string& label,
+                         const CudaCompileOptions& options = cuda_options()) {
+  auto exe = compile_cuda(g, options);
   for (size_t r = 0; r < runs.size(); ++r) {
     std::vector<HostTensor> want = interp::run(g, runs[r]);
     std::vector<HostTensor> got = exe->run(runs[r]);
@@ -312,6 +409,69 @@ TEST(CudaCompiled, BiasAndResidualFoldIntoTheMatmulCall) {
         if (run == 0) EXPECT_EQ(sb.kernels().size(), form == "bias+broadcast" ? 2u : 1u) << dtype_name(t) << " " << form;
       }
     }
+  }
+}
+
+// The row forms — register rows (with and without prefetching the next row), register rows split
+// over a cluster of up to 8 or 16 blocks (forced here for long rows by allowing 8 elements a
+// thread), and rows staged in shared memory — against the interpreter, on
+// softmax, log_softmax, layer_norm and a row max, at whole-chunk and odd widths.
+TEST(CudaCompiled, RegisterRowsClusterRowsAndSharedRowsMatchTheInterpreter) {
+  if (!skip_reason().empty()) GTEST_SKIP() << skip_reason();
+  struct Variant { const char* name; bool registers; int per_thread; int cluster; bool prefetch; };
+  for (Variant v : {Variant{"registers", true, 32, 1, true}, Variant{"no prefetch", true, 32, 1, false},
+                    Variant{"cluster", true, 8, 8, true}, Variant{"cluster16", true, 8, 16, true},
+                    Variant{"shared", false, 32, 1, true}}) {
+    CudaCompileOptions o = cuda_options();
+    o.register_rows = v.registers, o.row_max_per_thread = v.per_thread, o.row_max_cluster = v.cluster;
+    o.row_prefetch = v.prefetch;
+    if (v.cluster == 16) o.row_preferred_threads = 32;  // the smallest blocks: rows split 16 ways
+    for (DType t : {DType::F32, DType::BF16, DType::F16}) {
+      if (t == DType::F16 && std::string(v.name) != "registers") continue;
+      // Every width in one graph: one compile per form and dtype.
+      Graph g("rows");
+      std::vector<Value*> outs;
+      const std::vector<std::vector<int64_t>> widths = {{6, 4096}, {3, 2050}, {2, 9999}, {65, 64}, {2, 20000}, {3, 33333}};
+      for (const auto& dims : widths) {
+        Value* x = g.add_input(str("x", dims[1]), TensorType{t, {SymInt(dims[0]), SymInt(dims[1])}, Device::CPU});
+        Value* w = g.add_input(str("w", dims[1]), TensorType{t, {SymInt(dims[1])}, Device::CPU});
+        Value* mx = g.add(Op::ReduceMax, {x}, {{"axes", std::vector<int64_t>{1}}, {"keepdim", int64_t(1)}});
+        for (Value* y : {g.add(Op::Softmax, {x}), g.add(Op::LogSoftmax, {x}), g.add(Op::LayerNorm, {x, w, w}), mx})
+          outs.push_back(y);
+      }
+      g.set_outputs(outs);
+      std::vector<std::vector<HostTensor>> runs(2);
+      for (uint64_t r = 0; r < 2; ++r)
+        for (const auto& dims : widths) {
+          runs[r].push_back(HostTensor::random(t, dims, 60 + r + uint64_t(dims[1]), -5, 5));
+          runs[r].push_back(HostTensor::random(t, {dims[1]}, 70 + r, 0.5, 1.5));
+        }
+      expect_cuda_matches(g, runs, str(v.name, " ", dtype_name(t)), o);
+    }
+  }
+}
+
+// Vector points against the interpreter: broadcasts along either dim, a transposed operand (not
+// contiguous along the innermost loop: stays scalar), and a misaligned slice (element fallback).
+TEST(CudaCompiled, VectorPointsMatchTheInterpreter) {
+  if (!skip_reason().empty()) GTEST_SKIP() << skip_reason();
+  for (DType t : {DType::F32, DType::BF16, DType::F16}) {
+    Graph g("points");
+    Value* x = g.add_input("x", TensorType{t, {SymInt(9), SymInt(65)}, Device::CPU});
+    Value* row = g.add_input("row", TensorType{t, {SymInt(64)}, Device::CPU});
+    Value* col = g.add_input("col", TensorType{t, {SymInt(9), SymInt(1)}, Device::CPU});
+    Value* sq = g.add_input("sq", TensorType{t, {SymInt(64), SymInt(64)}, Device::CPU});
+    Value* v = g.add(Op::Slice, {x}, {{"starts", std::vector<int64_t>{1}}, {"ends", std::vector<int64_t>{65}},
+                                      {"axes", std::vector<int64_t>{1}}});
+    Value* a = g.add(Op::Gelu, {g.add(Op::Mul, {g.add(Op::Add, {v, row}), col})});
+    Value* tr = g.add(Op::Permute, {sq}, {{"perm", std::vector<int64_t>{1, 0}}});
+    Value* b = g.add(Op::Sub, {g.add(Op::Exp, {tr}), sq});
+    g.set_outputs({a, b});
+    std::vector<std::vector<HostTensor>> runs;
+    for (uint64_t r = 0; r < 2; ++r)
+      runs.push_back({HostTensor::random(t, {9, 65}, 80 + r, -3, 3), HostTensor::random(t, {64}, 81 + r, -1, 1),
+                      HostTensor::random(t, {9, 1}, 82 + r, -2, 2), HostTensor::random(t, {64, 64}, 83 + r, -2, 2)});
+    expect_cuda_matches(g, runs, str("points ", dtype_name(t)));
   }
 }
 
