@@ -87,27 +87,34 @@ TEST(CudaCodegen, SoftmaxIsOneBlockPerRowWithBlockReductions) {
   EXPECT_EQ(k.source.find("(std::"), std::string::npos) << "NVRTC has no std: " << k.source;
 }
 
+// The one kernel of softmax / layer_norm (weights x) over [rows, cols] of `t`, emitted with `o`;
+// `tag` keeps kernel names apart when several are compiled together.
+codegen::cuda::CudaKernelSource row_kernel(Op op, DType t, int64_t rows, int64_t cols,
+                                           const codegen::cuda::CudaEmitOptions& o, const std::string& tag) {
+  Graph g("rows");
+  Value* x = g.add_input("x", TensorType{t, {SymInt(rows), SymInt(cols)}, Device::CPU});
+  Value* y;
+  if (op == Op::LayerNorm) {
+    Value* w = g.add_input("w", TensorType{t, {SymInt(cols)}, Device::CPU});
+    y = g.add(Op::LayerNorm, {x, w, w});
+  } else {
+    y = g.add(op, {x});
+  }
+  g.set_outputs({y});
+  auto low = runtime::lower_for_target(g, CompileOptions{}, str("kiln_", op_name(op), "_", dtype_name(t), "_", cols, tag, "_"));
+  EXPECT_EQ(low->kernels.size(), 1u);
+  return codegen::cuda::emit_cuda_kernel(low->kernels[0].kernel, o);
+}
+
 // Row staging: softmax's row is copied into shared memory once (16-byte vectors where aligned)
 // and its output written over it; layer_norm's weights are staged once per block; a row larger
 // than the budget is not staged. The staged kernels compile with NVRTC.
 TEST(CudaCodegen, RowsAreStagedInSharedMemoryWithinTheBudget) {
   auto kernel_of = [](Op op, DType t, int64_t rows, int64_t cols, int64_t budget) {
-    Graph g("rows");
-    Value* x = g.add_input("x", TensorType{t, {SymInt(rows), SymInt(cols)}, Device::CPU});
-    Value* y;
-    if (op == Op::LayerNorm) {
-      Value* w = g.add_input("w", TensorType{t, {SymInt(cols)}, Device::CPU});
-      y = g.add(Op::LayerNorm, {x, w, w});
-    } else {
-      y = g.add(op, {x});
-    }
-    g.set_outputs({y});
-    auto low = runtime::lower_for_target(g, CompileOptions{}, str("kiln_", op_name(op), "_", cols, "_"));
-    EXPECT_EQ(low->kernels.size(), 1u);
     codegen::cuda::CudaEmitOptions o;
     o.shared_budget_bytes = budget;
     o.register_rows = false;  // this test is about shared memory (register rows: the next test)
-    return codegen::cuda::emit_cuda_kernel(low->kernels[0].kernel, o);
+    return row_kernel(op, t, rows, cols, o, str("_shared", budget));
   };
   auto softmax = kernel_of(Op::Softmax, DType::BF16, 64, 4096, 48 * 1024);
   EXPECT_EQ(softmax.shared_bytes, 4096 * 2) << softmax.source;  // the output shares the input's row
@@ -133,22 +140,9 @@ TEST(CudaCodegen, RowsAreStagedInSharedMemoryWithinTheBudget) {
 // block over a thread-block cluster. Each form compiles with NVRTC for sm_90.
 TEST(CudaCodegen, RowsAreHeldInRegistersAndLongRowsSplitOverAClusters) {
   auto kernel_of = [](Op op, DType t, int64_t rows, int64_t cols, int max_cluster) {
-    Graph g("rows");
-    Value* x = g.add_input("x", TensorType{t, {SymInt(rows), SymInt(cols)}, Device::CPU});
-    Value* y;
-    if (op == Op::LayerNorm) {
-      Value* w = g.add_input("w", TensorType{t, {SymInt(cols)}, Device::CPU});
-      y = g.add(Op::LayerNorm, {x, w, w});
-    } else {
-      y = g.add(op, {x});
-    }
-    g.set_outputs({y});
-    auto low = runtime::lower_for_target(g, CompileOptions{},
-                                         str("kiln_", op_name(op), "_", dtype_name(t), "_", cols, "_", max_cluster, "_"));
-    EXPECT_EQ(low->kernels.size(), 1u);
     codegen::cuda::CudaEmitOptions o;
     o.registers.max_cluster = max_cluster;
-    return codegen::cuda::emit_cuda_kernel(low->kernels[0].kernel, o);
+    return row_kernel(op, t, rows, cols, o, str("_cluster", max_cluster));
   };
   auto softmax = kernel_of(Op::Softmax, DType::BF16, 64, 4096, 1);
   EXPECT_EQ(softmax.block_threads, 256) << softmax.source;
