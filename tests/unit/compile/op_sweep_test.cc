@@ -51,8 +51,9 @@ TEST(OpSweep, EveryOpSampleMatchesTheInterpreterCompiled) {
     (gen ? generated : fallback).insert(std::string(op_name(s.op)));
   }
   for (int op = 0; op < kNumOps; ++op)  // control flow and containers: control_flow_compile_test.cc
-    if (!has_trait(Op(op), kSubgraph) && !has_trait(Op(op), kContainer))
+    if (!has_trait(Op(op), kSubgraph) && !has_trait(Op(op), kContainer)) {
       EXPECT_TRUE(covered.count(Op(op))) << "no sample for " << op_name(Op(op));
+    }
   std::string gen_list, fb_list;
   for (const auto& n : generated) gen_list += n + " ";
   for (const auto& n : fallback) fb_list += n + " ";

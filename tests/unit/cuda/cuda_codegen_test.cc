@@ -400,7 +400,9 @@ TEST(CudaCompiled, BiasAndResidualFoldIntoTheMatmulCall) {
         Scoreboard sb;
         std::vector<HostTensor> got = exe->run(in, run == 0 ? &sb : nullptr);
         EXPECT_EQ(compare_tensors(got[0], interp::run(g, in)[0]), "") << dtype_name(t) << " " << form << " run " << run;
-        if (run == 0) EXPECT_EQ(sb.kernels().size(), form == "bias+broadcast" ? 2u : 1u) << dtype_name(t) << " " << form;
+        if (run == 0) {
+          EXPECT_EQ(sb.kernels().size(), form == "bias+broadcast" ? 2u : 1u) << dtype_name(t) << " " << form;
+        }
       }
     }
   }

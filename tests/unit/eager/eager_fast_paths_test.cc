@@ -31,7 +31,9 @@ void expect_matches(Op op, const std::vector<HostTensor>& in, const Attrs& attrs
     EXPECT_TRUE(tensors_match(got[i], want[i], eager_tolerance(op, want[i].dtype())))
         << op_name(op) << " output " << i << " of " << want[i].to_string();
   ASSERT_EQ(sb.kernels().size(), 1u);
-  if (expect_fast) EXPECT_EQ(sb.kernels()[0].name.find("(reference)"), std::string::npos) << sb.kernels()[0].name;
+  if (expect_fast) {
+    EXPECT_EQ(sb.kernels()[0].name.find("(reference)"), std::string::npos) << sb.kernels()[0].name;
+  }
 }
 
 TEST(EagerFastPaths, UnaryOpsAtOddSizes) {

@@ -32,7 +32,9 @@ TEST_P(EagerSample, MatchesReferenceInterpreter) {
     // The name says whether the fast kernel ran; has_fast_kernel must agree for these inputs
     // (where's data dtype is its second operand; sources have none).
     DType dtype = s.op == Op::Where ? inputs[1].dtype() : inputs.empty() ? want[0].dtype() : inputs[0].dtype();
-    if (!eager::has_fast_kernel(s.op, dtype)) EXPECT_NE(r.name.find("(reference)"), std::string::npos) << r.name;
+    if (!eager::has_fast_kernel(s.op, dtype)) {
+      EXPECT_NE(r.name.find("(reference)"), std::string::npos) << r.name;
+    }
   }
 }
 

@@ -45,6 +45,7 @@ TEST(OpSampleSweep, EveryOpHasASample) {
   std::set<Op> covered;
   for (const auto& s : kiln::testing::op_samples()) covered.insert(s.op);
   for (int i = 0; i < kNumOps; ++i)  // control flow and containers: control_flow_test.cc
-    if (!has_trait(Op(i), kSubgraph) && !has_trait(Op(i), kContainer))
+    if (!has_trait(Op(i), kSubgraph) && !has_trait(Op(i), kContainer)) {
       EXPECT_TRUE(covered.count(Op(i))) << "no sample for op #" << i << " (" << op_info(Op(i)).name << ")";
+    }
 }

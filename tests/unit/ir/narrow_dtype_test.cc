@@ -93,7 +93,9 @@ TEST(NarrowDType, EveryCodeDecodesAndEncodesBack) {
       float v = narrow_bits_to_f32(t, uint8_t(c));
       if (std::isnan(v)) continue;
       EXPECT_EQ(int(f32_to_narrow_bits(t, v)), c) << dtype_name(t) << " code " << c << " = " << v;
-      if (v > 0 && !std::isinf(v)) EXPECT_LE(double(v), narrow_float_max(t)) << dtype_name(t);
+      if (v > 0 && !std::isinf(v)) {
+        EXPECT_LE(double(v), narrow_float_max(t)) << dtype_name(t);
+      }
     }
   }
   EXPECT_EQ(narrow_float_max(DType::F8E4M3FN), 448.0);

@@ -19,6 +19,7 @@ TEST(OpSamples, CoverEveryOpAndBuild) {
   // Control flow and containers take sub-graphs or sequences, which the tensor-only sample
   // sweeps cannot feed: tests/unit/interp/control_flow_test.cc and ir/control_flow_ir_test.cc.
   for (int i = 0; i < kNumOps; ++i)
-    if (!has_trait(Op(i), kSubgraph) && !has_trait(Op(i), kContainer))
+    if (!has_trait(Op(i), kSubgraph) && !has_trait(Op(i), kContainer)) {
       EXPECT_TRUE(covered.count(Op(i))) << "no sample for op " << op_name(Op(i));
+    }
 }

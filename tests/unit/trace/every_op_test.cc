@@ -136,8 +136,9 @@ TEST(EveryOp, NamedFunctionsCoverTheOpTableAndAgreeAcrossModes) {
   std::set<Op> recorded;
   for (const auto& node : traced.graph().nodes()) recorded.insert(node->op);
   for (int i = 0; i < kNumOps; ++i)  // control flow and containers come from ONNX, not the tensor API
-    if (!has_trait(Op(i), kSubgraph) && !has_trait(Op(i), kContainer))
+    if (!has_trait(Op(i), kSubgraph) && !has_trait(Op(i), kContainer)) {
       EXPECT_TRUE(recorded.count(Op(i))) << "no named API function records op " << op_name(Op(i));
+    }
 
   std::vector<Tensor> interpreted = traced({x});
   ASSERT_EQ(interpreted.size(), eager.size());
