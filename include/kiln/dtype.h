@@ -10,7 +10,8 @@
 
 namespace kiln {
 
-// X-macro: enum name, text name, size in bytes, is_float, is_signed_int
+// X-macro: enum name, text name, size in bytes, is_float, is_signed_int. `str` (ONNX STRING) has
+// no bytes in the storage: HostTensor keeps its elements as std::strings beside it.
 #define KILN_DTYPES(X)                 \
   X(F32, "f32", 4, true, false)        \
   X(F64, "f64", 8, true, false)        \
@@ -32,7 +33,8 @@ namespace kiln {
   X(F8E5M2, "f8e5m2", 1, true, false)         \
   X(F8E5M2FNUZ, "f8e5m2fnuz", 1, true, false) \
   X(F4E2M1, "f4e2m1", 1, true, false)         \
-  X(F8E8M0, "f8e8m0", 1, true, false)
+  X(F8E8M0, "f8e8m0", 1, true, false)         \
+  X(Str, "str", 0, false, false)
 
 enum class DType : uint8_t {
 #define KILN_X(e, s, n, f, si) e,
@@ -40,13 +42,16 @@ enum class DType : uint8_t {
 #undef KILN_X
 };
 
-inline constexpr int kNumDTypes = 21;
+inline constexpr int kNumDTypes = 22;
 
 std::string_view dtype_name(DType t);
 std::optional<DType> parse_dtype(std::string_view s);
 int dtype_size(DType t);
 bool is_float(DType t);
-inline bool is_integer(DType t) { return !is_float(t) && t != DType::Bool; }
+inline bool is_integer(DType t) { return !is_float(t) && t != DType::Bool && t != DType::Str; }
+inline bool is_string(DType t) { return t == DType::Str; }
+// Thrown where numeric code is asked for the element type of a string tensor.
+[[noreturn]] void throw_string_has_no_numeric_type();
 bool is_signed_int(DType t);
 // The 8- and 4-bit floats (f8e4m3fn, f8e4m3fnuz, f8e5m2, f8e5m2fnuz, f4e2m1, f8e8m0) and the 4-bit
 // integers (i4, u4): storage formats held one element per byte, computed in float / int64.
@@ -155,6 +160,7 @@ template <typename Fn> decltype(auto) dispatch_dtype(DType t, Fn&& fn) {
     case DType::F8E5M2FNUZ: return fn(NarrowFloat<DType::F8E5M2FNUZ>{});
     case DType::F4E2M1: return fn(NarrowFloat<DType::F4E2M1>{});
     case DType::F8E8M0: return fn(NarrowFloat<DType::F8E8M0>{});
+    case DType::Str: throw_string_has_no_numeric_type();
   }
   __builtin_unreachable();
 }

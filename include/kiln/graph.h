@@ -41,6 +41,9 @@ struct Node {
   const OpInfo& info() const { return op_info(op); }
   Value* output() const { return outputs.at(0); }
   std::string describe() const;  // "node 'name' (add)" or "node #4 (add)"
+  // Whether an operand or result is a str tensor: such nodes run on the host in the interpreter
+  // (generated kernels never see strings).
+  bool has_string_values() const;
 };
 
 // An assumption about symbolic dims made while inferring shapes, checked when the graph runs.

@@ -38,6 +38,12 @@ class HostTensor {
   bool is_tensor() const { return kind_ == ValueKind::Tensor; }
   const std::vector<HostTensor>& items() const;
 
+  // String tensors (dtype str): the elements are std::strings held beside the (empty) byte storage
+  // and shared like it (reshaped() shares them, clone() copies them). empty()/zeros() give "".
+  static HostTensor from_strings(std::vector<int64_t> shape, std::vector<std::string> values);
+  const std::string& str_at(int64_t i) const;
+  void set_str(int64_t i, std::string v);
+
   DType dtype() const { return dtype_; }
   const std::vector<int64_t>& shape() const { return shape_; }
   int rank() const { return int(shape_.size()); }
@@ -72,6 +78,7 @@ class HostTensor {
   std::shared_ptr<uint8_t[]> storage_;
   ValueKind kind_ = ValueKind::Tensor;
   std::shared_ptr<const std::vector<HostTensor>> items_;  // containers only
+  std::shared_ptr<std::vector<std::string>> strings_;     // dtype str only
 };
 
 int64_t numel_of(const std::vector<int64_t>& shape);

@@ -41,6 +41,7 @@ enum Trait : uint32_t {
   kNormalization = 1u << 12, // high-level normalisation (softmax, norms, attention)
   kSubgraph = 1u << 13,      // runs sub-graph attributes (if, loop, scan): opaque to passes
   kContainer = 1u << 14,     // operands/results may be sequences or optionals
+  kStrings = 1u << 15,       // operands/results may be str: the op compares or moves whole elements
 };
 
 struct OperandSpec {

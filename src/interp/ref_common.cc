@@ -52,6 +52,7 @@ int normalize_axis(int64_t axis, int rank, const char* what) {
 
 void copy_element(const HostTensor& src, int64_t src_index, HostTensor& dst, int64_t dst_index) {
   KILN_ASSERT(src.dtype() == dst.dtype());
+  if (src.dtype() == DType::Str) return dst.set_str(dst_index, src.str_at(src_index));
   size_t n = size_t(dtype_size(src.dtype()));
   std::memcpy(static_cast<uint8_t*>(dst.raw()) + size_t(dst_index) * n,
               static_cast<const uint8_t*>(src.raw()) + size_t(src_index) * n, n);

@@ -171,6 +171,11 @@ template <typename Cmp>
 void compare(const KernelArgs& a, Cmp cmp) {
   HostTensor& out = a.out[0];
   BroadcastIndex ia(a.in[0].shape(), out.shape()), ib(a.in[1].shape(), out.shape());
+  if (a.in[0].dtype() == DType::Str) {  // eq/ne only (the op table's kStrings): byte-wise equality
+    for (int64_t i = 0; i < out.numel(); ++i)
+      out.set_i64(i, cmp(a.in[0].str_at(ia(i)), a.in[1].str_at(ib(i))));
+    return;
+  }
   if (is_u64(a)) return binary_u64(a, [&](uint64_t x, uint64_t y) -> uint64_t { return cmp(x, y); });
   bool floats = computes_in_double(a.in[0].dtype());
   for (int64_t i = 0; i < out.numel(); ++i) {

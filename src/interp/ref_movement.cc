@@ -16,6 +16,8 @@ constexpr int64_t kToEnd = int64_t(1) << 40;
 
 void copy_all(const HostTensor& src, HostTensor& dst) {
   KILN_ASSERT(src.numel() == dst.numel() && src.dtype() == dst.dtype());
+  if (src.dtype() == DType::Str)
+    for (int64_t i = 0; i < src.numel(); ++i) dst.set_str(i, src.str_at(i));
   if (src.nbytes()) std::memcpy(dst.raw(), src.raw(), src.nbytes());
 }
 

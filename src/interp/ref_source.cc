@@ -13,6 +13,8 @@ void ref_Constant(const KernelArgs& a) {
   HostTensor& out = a.out[0];
   KILN_ASSERT(value.dtype() == out.dtype() && value.numel() == out.numel());
   if (value.nbytes()) std::memcpy(out.raw(), value.raw(), value.nbytes());
+  if (value.dtype() == DType::Str)
+    for (int64_t i = 0; i < value.numel(); ++i) out.set_str(i, value.str_at(i));
 }
 
 // Element i = start + i*step, computed in double and converted to the dtype (ints truncate).

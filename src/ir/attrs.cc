@@ -63,8 +63,39 @@ bool prints_exactly(const HostTensor& t, int64_t i) {
   return std::memcmp(one.raw(), static_cast<const uint8_t*>(t.raw()) + i * n, size_t(n)) == 0;
 }
 
+// A string element as a quoted literal on one line: \" \\ \n \t \r, other control bytes and DEL
+// as \xHH; every other byte (UTF-8 included) as itself.
+std::string string_element_text(const std::string& s) {
+  static const char* hex = "0123456789abcdef";
+  std::string out = "\"";
+  for (char ch : s) {
+    unsigned char c = static_cast<unsigned char>(ch);
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (c < 0x20 || c == 0x7f) {
+          out += "\\x";
+          out += hex[c >> 4];
+          out += hex[c & 15];
+        } else {
+          out += ch;
+        }
+    }
+  }
+  return out + "\"";
+}
+
 std::string tensor_text(const HostTensor& t) {
   std::string out = "dense<" + std::string(dtype_name(t.dtype())) + dims_to_string(t.shape()) + ">";
+  if (t.dtype() == DType::Str) {  // always the values: strings have no byte image
+    out += "[";
+    for (int64_t i = 0; i < t.numel(); ++i) out += (i ? ", " : "") + string_element_text(t.str_at(i));
+    return out + "]";
+  }
   bool exact = t.numel() <= 16;
   if (exact && (is_narrow(t.dtype()) || t.dtype() == DType::U64))
     for (int64_t i = 0; i < t.numel(); ++i) exact = exact && prints_exactly(t, i);
@@ -167,6 +198,37 @@ struct Lexer {
     ++pos;
     return out;
   }
+  // The inverse of string_element_text.
+  std::string string_element() {
+    skip();
+    if (pos >= text.size() || text[pos] != '"') fail("expected a quoted string");
+    ++pos;
+    std::string out;
+    while (pos < text.size() && text[pos] != '"') {
+      char c = text[pos++];
+      if (c != '\\') {
+        out += c;
+        continue;
+      }
+      if (pos >= text.size()) break;
+      char e = text[pos++];
+      if (e == 'n') out += '\n';
+      else if (e == 't') out += '\t';
+      else if (e == 'r') out += '\r';
+      else if (e == '"' || e == '\\') out += e;
+      else if (e == 'x' && pos + 2 <= text.size() && std::isxdigit(static_cast<unsigned char>(text[pos])) &&
+               std::isxdigit(static_cast<unsigned char>(text[pos + 1]))) {
+        out += char(std::stoi(text.substr(pos, 2), nullptr, 16));
+        pos += 2;
+      } else {
+        --pos;
+        fail("bad escape in string literal (use \\\" \\\\ \\n \\t \\r or \\xHH)");
+      }
+    }
+    if (pos >= text.size()) fail("unterminated string");
+    ++pos;
+    return out;
+  }
   template <typename F> void list(F&& item) {
     expect('[');
     if (eat(']')) return;
@@ -206,7 +268,7 @@ HostTensor parse_tensor(Lexer& lx) {
   HostTensor t = HostTensor::empty(*dtype, dims);
   lx.skip();
   size_t values_start = lx.pos;  // size errors point at the start of the values
-  if (lx.pos < lx.text.size() && lx.text[lx.pos] == '"') {
+  if (lx.pos < lx.text.size() && lx.text[lx.pos] == '"' && *dtype != DType::Str) {
     std::string hex = lx.quoted();
     if (hex.size() != 2 + 2 * t.nbytes() || hex.compare(0, 2, "0x") != 0) {
       lx.pos = values_start;
@@ -224,7 +286,8 @@ HostTensor parse_tensor(Lexer& lx) {
   int64_t i = 0;
   lx.list([&] {
     if (i >= t.numel()) lx.fail("too many values in tensor literal");
-    if (is_float(*dtype)) t.set_f64(i, lx.number());
+    if (*dtype == DType::Str) t.set_str(i, lx.string_element());
+    else if (is_float(*dtype)) t.set_f64(i, lx.number());
     else t.set_i64(i, lx.integer());
     ++i;
   });

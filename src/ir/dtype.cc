@@ -3,6 +3,8 @@
 
 #include <cmath>
 
+#include "kiln/error.h"
+
 namespace kiln {
 
 std::string_view dtype_name(DType t) {
@@ -59,6 +61,11 @@ bool is_narrow_float(DType t) {
     case DType::F4E2M1: case DType::F8E8M0: return true;
     default: return false;
   }
+}
+
+void throw_string_has_no_numeric_type() {
+  throw Error("this operation has no string (str) version: string tensors support equal and data "
+              "movement only");
 }
 
 bool is_narrow(DType t) { return is_narrow_float(t) || t == DType::I4 || t == DType::U4; }

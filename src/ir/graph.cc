@@ -14,6 +14,14 @@ std::string Node::describe() const {
   return str("node #", id, " (", op_name(op), ")");
 }
 
+bool Node::has_string_values() const {
+  for (const Value* v : inputs)
+    if (v->type.is_tensor() && v->type.dtype == DType::Str) return true;
+  for (const Value* v : outputs)
+    if (v->type.is_tensor() && v->type.dtype == DType::Str) return true;
+  return false;
+}
+
 std::string ShapeGuard::to_string() const {
   return lhs.to_string() + " == " + rhs.to_string() + "  [" + reason + "]";
 }

@@ -30,7 +30,12 @@ HostTensor HostTensor::empty(DType dtype, std::vector<int64_t> shape) {
   t.dtype_ = dtype;
   t.numel_ = numel_of(shape);
   t.shape_ = std::move(shape);
-  KILN_CHECK(t.numel_ <= (int64_t(1) << 50) / dtype_size(dtype), "refusing to allocate a tensor of shape ",
+  if (dtype == DType::Str) {
+    KILN_CHECK(t.numel_ <= (int64_t(1) << 40), "refusing to allocate a string tensor of shape ",
+               dims_to_string(t.shape_), ": absurd size");
+    t.strings_ = std::make_shared<std::vector<std::string>>(size_t(t.numel_));
+  }
+  KILN_CHECK(dtype == DType::Str || t.numel_ <= (int64_t(1) << 50) / dtype_size(dtype), "refusing to allocate a tensor of shape ",
              dims_to_string(t.shape_), ": absurd size");
   size_t bytes = t.nbytes();
   size_t alloc = ((bytes + 63) / 64) * 64;
@@ -111,6 +116,7 @@ void HostTensor::set_f64(int64_t i, double v) {
     case DType::U64: data<uint64_t>()[i] = saturating_cast<uint64_t>(v); break;
     case DType::I4: data<int8_t>()[i] = wrap_i4(saturating_cast<int64_t>(v)); break;
     case DType::U4: data<uint8_t>()[i] = wrap_u4(saturating_cast<int64_t>(v)); break;
+    case DType::Str: throw_string_has_no_numeric_type();
     // The narrow floats round through f32, as ONNX converts them.
     default: data<uint8_t>()[i] = f32_to_narrow_bits(dtype_, float(v)); break;
   }
@@ -156,6 +162,24 @@ HostTensor HostTensor::optional(DType dtype, std::vector<HostTensor> items) {
   return t;
 }
 
+HostTensor HostTensor::from_strings(std::vector<int64_t> shape, std::vector<std::string> values) {
+  HostTensor t = empty(DType::Str, std::move(shape));
+  KILN_CHECK(int64_t(values.size()) == t.numel(), "from_strings: ", values.size(), " values for shape ",
+             dims_to_string(t.shape()));
+  *t.strings_ = std::move(values);
+  return t;
+}
+
+const std::string& HostTensor::str_at(int64_t i) const {
+  KILN_CHECK(strings_ != nullptr, "str_at on a tensor of dtype ", dtype_name(dtype_), ", not str");
+  return (*strings_)[size_t(i)];
+}
+
+void HostTensor::set_str(int64_t i, std::string v) {
+  KILN_CHECK(strings_ != nullptr, "set_str on a tensor of dtype ", dtype_name(dtype_), ", not str");
+  (*strings_)[size_t(i)] = std::move(v);
+}
+
 const std::vector<HostTensor>& HostTensor::items() const {
   static const std::vector<HostTensor> none;
   return items_ ? *items_ : none;
@@ -171,6 +195,7 @@ HostTensor HostTensor::clone() const {
   }
   HostTensor t = empty(dtype_, shape_);
   if (nbytes()) std::memcpy(t.raw(), raw(), nbytes());
+  if (strings_) *t.strings_ = *strings_;
   return t;
 }
 
@@ -201,7 +226,9 @@ std::string HostTensor::to_string(int max_elems) const {
   std::string out = std::string(dtype_name(dtype_)) + dims_to_string(shape_) + " {";
   for (int64_t i = 0; i < numel_ && i < max_elems; ++i) {
     if (i) out += ", ";
-    if (is_float(dtype_)) {
+    if (dtype_ == DType::Str) {
+      out += "\"" + str_at(i) + "\"";
+    } else if (is_float(dtype_)) {
       char buf[32];
       std::snprintf(buf, sizeof buf, "%.6g", get_f64(i));
       out += buf;
@@ -221,6 +248,9 @@ bool HostTensor::bit_equal(const HostTensor& other) const {
       if (!items()[i].bit_equal(other.items()[i])) return false;
     return true;
   }
+  if (dtype_ == DType::Str)
+    return other.dtype_ == DType::Str && shape_ == other.shape_ &&
+           (numel_ == 0 || *strings_ == *other.strings_);
   return dtype_ == other.dtype_ && shape_ == other.shape_ &&
          (nbytes() == 0 || std::memcmp(raw(), other.raw(), nbytes()) == 0);
 }

@@ -136,7 +136,21 @@ std::vector<TensorType> run_shape_rule(const InferCtx& ctx) {
       if (!ctx.inputs[i].is_tensor())
         ctx.fail(str("operand ", i, " is ", ctx.inputs[i].to_string(), "; '", info.name,
                      "' takes tensors only (sequences and optionals go through sequence_*/optional_* ops)"));
-  return info.shape_fn(ctx);
+  // Strings only flow through ops that compare or move whole elements, read only shapes, or pass
+  // values along (control flow, containers); everything else names the op and the operand.
+  const bool strings_ok =
+      info.has(kStrings) || info.has(kShapeOnly) || info.has(kContainer) || info.has(kSubgraph);
+  if (!strings_ok)
+    for (size_t i = 0; i < ctx.inputs.size(); ++i)
+      if (ctx.inputs[i].dtype == DType::Str)
+        ctx.fail(str("operand ", i, " has dtype str; '", info.name,
+                     "' has no string version (strings support eq, ne and data movement ops only)"));
+  std::vector<TensorType> results = info.shape_fn(ctx);
+  if (!strings_ok)
+    for (size_t i = 0; i < results.size(); ++i)
+      if (results[i].dtype == DType::Str)
+        ctx.fail(str("result ", i, " would have dtype str; '", info.name, "' cannot produce strings"));
+  return results;
 }
 
 void InferCtx::fail(const std::string& msg) const {

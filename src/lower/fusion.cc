@@ -17,6 +17,8 @@ enum class NodeKind { kConstant, kView, kPointwise, kReduction, kLibrary };
 
 NodeKind classify(const Node& n, const ScheduleOptions& opt) {
   if (n.op == Op::Constant) return NodeKind::kConstant;  // literal data, not work
+  // String tensors live in host memory beside the buffers: no view or kernel may read them.
+  if (n.has_string_values()) return NodeKind::kLibrary;
   if (is_index_view(n)) return NodeKind::kView;
   bool generated = opt.can_generate && opt.can_generate(n);
   if (generated && n.info().has(kElementwise)) return NodeKind::kPointwise;

@@ -37,6 +37,7 @@ std::string_view compute_type_name(DType t) {
     case DType::U64: return "uint64_t";
     case DType::I4: return "int8_t";   // kept in [-8, 7]
     case DType::U4: return "uint8_t";  // kept in [0, 15]
+    case DType::Str: break;            // never in a kernel: string nodes are host steps
   }
   return "?";
 }

@@ -19,7 +19,7 @@ std::optional<double> splat_value(const Value* v) {
     return probe.get_f64(0);
   }
   const HostTensor* t = constant_tensor(v);
-  if (t == nullptr || t->numel() == 0) return std::nullopt;
+  if (t == nullptr || t->numel() == 0 || t->dtype() == DType::Str) return std::nullopt;
   const auto* bytes = static_cast<const uint8_t*>(t->raw());
   size_t size = size_t(dtype_size(t->dtype()));
   for (int64_t i = 1; i < t->numel(); ++i)

@@ -22,6 +22,7 @@ double millis(Clock::time_point a, Clock::time_point b) {
 }
 
 bool can_generate(const Node& n) {
+  if (n.has_string_values()) return false;  // a host step (executable.cc): kernels never see strings
   if (n.info().has(kElementwise)) return codegen::can_emit_elementwise(n);
   if (n.info().has(kReduction)) {
     bool mean = false;

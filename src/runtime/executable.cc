@@ -30,7 +30,10 @@ int64_t value_bytes(const Value* v, const std::map<std::string, int64_t>& b) {
   return v->type.numel().evaluate(b) * dtype_size(v->type.dtype);
 }
 
-bool is_host_step(const Node& n) { return n.info().has(kSubgraph) || n.info().has(kContainer); }
+// Control flow, containers and nodes on strings run in the interpreter (docs/compiler.md).
+bool is_host_step(const Node& n) {
+  return n.info().has(kSubgraph) || n.info().has(kContainer) || n.has_string_values();
+}
 
 void check_guards(const Graph& g, const std::map<std::string, int64_t>& b) {
   for (const ShapeGuard& guard : g.guards()) {

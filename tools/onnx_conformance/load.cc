@@ -52,6 +52,13 @@ std::string compare(const HostTensor& got, const HostTensor& want, const std::st
     return str("output '", name, "' has dtype ", dtype_name(got.dtype()), ", expected ", dtype_name(want.dtype()));
   if (got.shape() != want.shape())
     return str("output '", name, "' has shape ", dims_to_string(got.shape()), ", expected ", dims_to_string(want.shape()));
+  if (want.dtype() == DType::Str) {  // strings compare exactly, byte for byte
+    for (int64_t i = 0; i < want.numel(); ++i)
+      if (got.str_at(i) != want.str_at(i))
+        return str("output '", name, "' differs first at ", i, ": got \"", got.str_at(i), "\", expected \"",
+                   want.str_at(i), "\"");
+    return "";
+  }
   const double rtol = 1e-3, atol = 1e-7;
   int64_t bad = 0, first = -1;
   for (int64_t i = 0; i < want.numel(); ++i) {

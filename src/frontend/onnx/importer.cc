@@ -605,6 +605,30 @@ static void check_old_opset(const NodeCtx& c) {
                     kOldestFullOpset, " or newer, e.g. with onnx.version_converter"));
 }
 
+// String tensors reach only the ops that compare or move whole elements (the IR's kStrings rows,
+// plus control flow and containers, which pass values along); others are unsupported, named.
+static void check_string_operands(NodeCtx& c) {
+  static const std::set<std::string> accepted = {
+      "Equal",     "Identity", "Reshape", "Expand", "Flatten", "Squeeze", "Unsqueeze", "Transpose",
+      "Concat",    "Split",    "Slice",   "Gather", "Shape",   "Size",    "Constant",  "If",
+      "Loop",      "Scan",     "SequenceConstruct", "SequenceAt", "SequenceInsert", "SequenceErase",
+      "SequenceLength", "SplitToSequence", "ConcatFromSequence", "Optional", "OptionalHasElement",
+      "OptionalGetElement"};
+  if (accepted.count(c.op_type())) return;
+  for (int i = 0; i < c.num_inputs(); ++i) {
+    if (!c.has_input(i)) continue;
+    const Value* v;
+    try {
+      v = c.input(i);
+    } catch (const Error&) {
+      continue;  // an undefined input: the op's own handler reports it
+    }
+    if (v->type.is_tensor() && v->type.dtype == DType::Str)
+      c.unsupported(str(c.op_type(), " on input ", i, " of dtype str (ONNX STRING): string tensors are "
+                        "supported by Equal and data movement ops only"));
+  }
+}
+
 void Importer::import_node(const onnx::NodeProto& n) {
   std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
   int opset = opset_for(domain);
@@ -617,6 +641,7 @@ void Importer::import_node(const onnx::NodeProto& n) {
   if (opset < kOldestFullOpset) check_old_opset(c);
   try {
     check_narrow_operands(c);
+    check_string_operands(c);
     it->second(c);
   } catch (const UnsupportedError&) {
     throw;

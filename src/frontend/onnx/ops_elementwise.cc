@@ -41,7 +41,8 @@ Value* gt_zero(NodeCtx& c, Value* x) { return c.emit(Op::Gt, {x, scalar(c, x, 0)
 // Cast's `to` for an ONNX element type Kiln cannot hold is "unsupported", not "malformed".
 DType cast_target(const NodeCtx& c, int onnx_type) {
   auto dt = dtype_from_onnx(onnx_type);
-  if (!dt) c.unsupported(str("cast to element type ", onnx_type_name(onnx_type), " is not supported"));
+  if (!dt || *dt == DType::Str)
+    c.unsupported(str("cast to element type ", onnx_type_name(onnx_type), " is not supported"));
   return *dt;
 }
 

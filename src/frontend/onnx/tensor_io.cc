@@ -119,7 +119,7 @@ HostTensor parse_npy(const std::string& bytes, const std::string& origin) {
 }
 
 std::string serialize_npy(const HostTensor& t) {
-  KILN_CHECK(t.dtype() != DType::BF16 && !is_narrow(t.dtype()), dtype_name(t.dtype()),
+  KILN_CHECK(t.dtype() != DType::BF16 && !is_narrow(t.dtype()) && t.dtype() != DType::Str, dtype_name(t.dtype()),
              " has no .npy dtype; cast to f32 or save as .pb");
   const char* descr = nullptr;
   for (const auto& e : kNpyTypes)

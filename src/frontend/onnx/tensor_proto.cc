@@ -33,6 +33,7 @@ std::optional<DType> dtype_from_onnx(int t) {
     case TensorProto::UINT32: return DType::U32;
     case TensorProto::BOOL: return DType::Bool;
     case TensorProto::UINT64: return DType::U64;
+    case TensorProto::STRING: return DType::Str;
     case newer_types::kFloat8E4M3FN: return DType::F8E4M3FN;
     case newer_types::kFloat8E4M3FNUZ: return DType::F8E4M3FNUZ;
     case newer_types::kFloat8E5M2: return DType::F8E5M2;
@@ -60,6 +61,7 @@ int onnx_from_dtype(DType t) {
     case DType::U32: return TensorProto::UINT32;
     case DType::Bool: return TensorProto::BOOL;
     case DType::U64: return TensorProto::UINT64;
+    case DType::Str: return TensorProto::STRING;
     case DType::F8E4M3FN: return newer_types::kFloat8E4M3FN;
     case DType::F8E4M3FNUZ: return newer_types::kFloat8E4M3FNUZ;
     case DType::F8E5M2: return newer_types::kFloat8E5M2;
@@ -161,6 +163,17 @@ HostTensor tensor_from_proto(const TensorProto& t, const std::string& base_dir, 
     n *= d;
     shape.push_back(d);
   }
+  if (*dt == DType::Str) {  // ONNX keeps strings (bytes, any encoding) in string_data only
+    KILN_CHECK(t.data_location() != TensorProto::EXTERNAL && !t.has_raw_data(), where,
+               ": a STRING tensor must hold its values in string_data (not raw or external data)");
+    check_count(t.string_data(), n, where, "string_data");
+    std::vector<std::string> values(t.string_data().begin(), t.string_data().end());
+    int64_t total = 0;
+    for (const std::string& v : values) total += int64_t(v.size());
+    KILN_CHECK(total <= max_bytes, where, ": string tensor of ", total, " bytes exceeds the limit of ",
+               max_bytes, " bytes");
+    return HostTensor::from_strings(shape, std::move(values));
+  }
   int64_t esize = dtype_size(*dt);
   KILN_CHECK(n <= max_bytes / esize, where, ": tensor of ", n, " elements exceeds the limit of ",
              max_bytes, " bytes");
@@ -231,7 +244,9 @@ void tensor_to_proto(const HostTensor& t, TensorProto* out) {
   out->set_data_type(onnx_from_dtype(t.dtype()));
   out->clear_dims();
   for (int64_t d : t.shape()) out->add_dims(d);
-  if (is_4bit(t.dtype())) out->set_raw_data(pack_4bit(t));
+  if (t.dtype() == DType::Str)
+    for (int64_t i = 0; i < t.numel(); ++i) out->add_string_data(t.str_at(i));
+  else if (is_4bit(t.dtype())) out->set_raw_data(pack_4bit(t));
   else out->set_raw_data(std::string(static_cast<const char*>(t.raw()), t.nbytes()));
 }
 

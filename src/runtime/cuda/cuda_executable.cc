@@ -511,6 +511,12 @@ std::shared_ptr<Executable> compile_cuda(const Graph& g, const CudaCompileOption
     KILN_CHECK(!node->info().has(kSubgraph) && !node->info().has(kContainer), "compile_cuda: ", node->describe(),
                ": control flow (if/loop/scan) and sequence/optional ops run only on the CPU (kiln::compile runs ",
                "them as host steps); the CUDA backend does not support op '", op_name(node->op), "'");
+  for (const auto& node : g.nodes())
+    KILN_CHECK(!node->has_string_values(), "compile_cuda: ", node->describe(),
+               ": string (str) tensors run only on the CPU (kiln::compile runs such nodes as host steps)");
+  for (const Value* in : g.inputs())
+    KILN_CHECK(!(in->type.is_tensor() && in->type.dtype == DType::Str), "compile_cuda: input '", in->name,
+               "' has dtype str; string tensors run only on the CPU (kiln::compile)");
   std::unique_ptr<Graph> prepared = g.clone();
   prepare_graph_for_cuda(*prepared);
   exe->lowered = runtime::lower_for_target(*prepared, options.base, "kiln_cu_");

@@ -116,8 +116,9 @@ TEST(TextIR, EveryOpRoundTrips) {
     covered.insert(sample.op);
   }
   for (int i = 0; i < kNumOps; ++i)  // control flow and containers: control_flow_ir_test.cc
-    if (!has_trait(Op(i), kSubgraph) && !has_trait(Op(i), kContainer))
+    if (!has_trait(Op(i), kSubgraph) && !has_trait(Op(i), kContainer)) {
       EXPECT_TRUE(covered.count(Op(i))) << "no round-trip sample for op " << op_name(Op(i));
+    }
 }
 
 TEST(TextIR, SymbolicDimsAndShapeAttributes) {
@@ -188,6 +189,7 @@ TEST(TextIR, ConstantsOfEveryDTypeSmallAndLarge) {
   std::vector<Value*> outs;
   for (int d = 0; d < kNumDTypes; ++d) {
     DType dtype = DType(d);
+    if (dtype == DType::Str) continue;  // no numeric values: string_dtype_test.cc covers its text
     // Small constants print their values; more than 16 elements print as hex bytes.
     outs.push_back(g.constant(HostTensor::from_doubles(dtype, {3}, {1, 0, is_float(dtype) ? -2.5 : 1})));
     outs.push_back(g.constant(HostTensor::random(dtype, {5, 7}, uint64_t(d + 1), 0, 9)));
@@ -211,7 +213,7 @@ TEST(TextIR, EveryDTypeAndDeviceInTypes) {
     Value* cpu = g.add_input(str("in", d), tensor(DType(d), {2, SymInt::symbol("N")}));
     Value* gpu = g.add_input(str("gpu", d), tensor(DType(d), {}, Device::CUDA));
     outs.push_back(g.add(Op::ShapeOf, {cpu}));
-    outs.push_back(g.add(Op::Cast, {gpu}, {{"dtype", DType::F16}}));
+    if (DType(d) != DType::Str) outs.push_back(g.add(Op::Cast, {gpu}, {{"dtype", DType::F16}}));
   }
   g.set_outputs(outs);
   std::string text = print_graph(g);
