@@ -19,13 +19,6 @@ using lower::Stmt;
 
 namespace {
 
-bool simple_loop(const Stmt& st) {
-  if (st.kind != Stmt::kFor || !st.extent.is_constant()) return false;
-  for (const Stmt& b : st.body)
-    if (b.kind == Stmt::kFor) return false;
-  return true;
-}
-
 int pow2_at_least(int64_t n) {
   int p = 1;
   while (p < n && p < (1 << 30)) p *= 2;
@@ -177,7 +170,7 @@ RowStaging plan_register_rows(const std::vector<Stmt>& row_body, const std::vect
   int64_t n = -1;
   for (const Stmt& st : row_body) {
     if (st.kind != Stmt::kFor) continue;
-    if (!simple_loop(st)) return out;
+    if (!simple_row_loop(st)) return out;
     if (n >= 0 && st.extent.constant() != n) return out;
     n = st.extent.constant();
   }

@@ -42,17 +42,6 @@ struct Access {
 };
 
 
-void visit_loads(const ScalarPtr& s, const std::function<void(const Scalar&)>& fn) {
-  if (!s) return;
-  if (s->kind == Scalar::kLoad) fn(*s);
-  for (const auto& a : s->args) visit_loads(a, fn);
-}
-
-bool has_loop(const std::vector<Stmt>& body) {
-  for (const Stmt& st : body)
-    if (st.kind == Stmt::kFor) return true;
-  return false;
-}
 
 template <typename Map>
 void mark_touched(const std::vector<Stmt>& body, Map& acc) {
@@ -85,6 +74,19 @@ int64_t round16(int64_t bytes) { return (bytes + 15) / 16 * 16; }
 
 }  // namespace
 
+void visit_loads(const ScalarPtr& s, const std::function<void(const Scalar&)>& fn) {
+  if (!s) return;
+  if (s->kind == Scalar::kLoad) fn(*s);
+  for (const auto& a : s->args) visit_loads(a, fn);
+}
+
+bool simple_row_loop(const Stmt& st) {
+  if (st.kind != Stmt::kFor || !st.extent.is_constant()) return false;
+  for (const Stmt& b : st.body)
+    if (b.kind == Stmt::kFor) return false;
+  return true;
+}
+
 std::optional<Index> contiguous_base(const Index& index, const std::string& var) {
   Index base = index.substitute({{var, Index(0)}});
   if (index - base != Index::symbol(var)) return std::nullopt;
@@ -104,7 +106,7 @@ std::vector<RowCandidate> row_candidates(const std::vector<Stmt>& row_body, cons
       continue;
     }
     ++loop;
-    const bool simple = st.extent.is_constant() && !has_loop(st.body);
+    const bool simple = simple_row_loop(st);
     const int64_t n = simple ? st.extent.constant() : 0;
     if (!simple) {  // nested or symbolic loops are not staged: everything they touch stays global
       mark_touched(st.body, acc);
@@ -159,7 +161,7 @@ std::vector<RowCandidate> row_candidates(const std::vector<Stmt>& row_body, cons
 void redirect_staged(std::vector<Stmt>& body, const std::set<int>& loads, const std::set<int>& stores,
                      const std::string& index_var) {
   for (Stmt& st : body) {
-    if (st.kind != Stmt::kFor || !st.extent.is_constant() || has_loop(st.body)) continue;
+    if (!simple_row_loop(st)) continue;
     const std::string& var = index_var.empty() ? st.var : index_var;
     for (Stmt& leaf : st.body) {
       leaf.value = redirect(leaf.value, loads, var);

@@ -5,6 +5,7 @@
 // 2-byte load per element that held the row kernels at 1.1-1.8 TB/s.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <set>
 #include <string>
@@ -99,6 +100,11 @@ struct RegisterRowOptions {
 // to plan_row_staging. Kept values and reciprocals are only planned here (see KeptValue).
 RowStaging plan_register_rows(const std::vector<lower::Stmt>& row_body, const std::vector<std::string>& grid_vars,
                               const std::vector<lower::KernelParam>& params, const RegisterRowOptions& options);
+
+// Calls fn on every load in the scalar tree s.
+void visit_loads(const lower::ScalarPtr& s, const std::function<void(const lower::Scalar&)>& fn);
+// A loop the planners can stage: constant extent, no loop inside.
+bool simple_row_loop(const lower::Stmt& st);
 
 // `index` as `base + var` with base free of var; nullopt when it is not of that form.
 std::optional<lower::Index> contiguous_base(const lower::Index& index, const std::string& var);

@@ -29,12 +29,6 @@ struct Use {
   }
 };
 
-void visit_loads(const ScalarPtr& s, const std::function<void(const Scalar&)>& fn) {
-  if (!s) return;
-  if (s->kind == Scalar::kLoad) fn(*s);
-  for (const auto& a : s->args) visit_loads(a, fn);
-}
-
 bool mentions(const Index& index, const std::string& var) {
   std::set<std::string> syms;
   index.collect_symbols(syms);

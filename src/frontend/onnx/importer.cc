@@ -95,6 +95,8 @@ class Importer {
   GraphAttr import_subgraph(const NodeCtx& c, const onnx::GraphProto& gp, const std::vector<TensorType>& formal_types,
                             const std::vector<std::string>& names);
   std::vector<Value*> inline_subgraph(const NodeCtx& c, const onnx::GraphProto& gp, const std::vector<Value*>& formals);
+  // The values an imported sub-graph body produced for its declared outputs, in order.
+  std::vector<Value*> subgraph_outputs(const Importer& sub, const onnx::GraphProto& gp) const;
 
  private:
   void import_body(const onnx::GraphProto& gp, const NodeCtx& c);
@@ -801,6 +803,11 @@ GraphAttr Importer::import_subgraph(const NodeCtx& c, const onnx::GraphProto& gp
     }
   }
   sub.import_body(gp, c);
+  g->set_outputs(subgraph_outputs(sub, gp));
+  return g;
+}
+
+std::vector<Value*> Importer::subgraph_outputs(const Importer& sub, const onnx::GraphProto& gp) const {
   std::vector<Value*> outs;
   for (const auto& o : gp.output()) {
     auto it = sub.values_.find(o.name());
@@ -808,8 +815,7 @@ GraphAttr Importer::import_subgraph(const NodeCtx& c, const onnx::GraphProto& gp
                "' is never produced");
     outs.push_back(it->second);
   }
-  g->set_outputs(outs);
-  return g;
+  return outs;
 }
 
 std::vector<Value*> Importer::inline_subgraph(const NodeCtx& c, const onnx::GraphProto& gp,
@@ -831,14 +837,10 @@ std::vector<Value*> Importer::inline_subgraph(const NodeCtx& c, const onnx::Grap
   for (const std::string& name : names)
     if (!sub.values_.count(name)) share(name, lookup(name, c));
   sub.import_body(gp, c);
-  std::vector<Value*> outs;
-  for (const auto& o : gp.output()) {
-    auto it = sub.values_.find(o.name());
-    KILN_CHECK(it != sub.values_.end(), origin_, ": sub-graph '", gp.name(), "' output '", o.name(),
-               "' is never produced");
-    outs.push_back(it->second);
-    if (auto k = sub.known_.find(it->second); k != sub.known_.end()) known_[it->second] = k->second;
-    if (auto d = sub.dims_.find(it->second); d != sub.dims_.end()) dims_[it->second] = d->second;
+  std::vector<Value*> outs = subgraph_outputs(sub, gp);
+  for (Value* v : outs) {
+    if (auto k = sub.known_.find(v); k != sub.known_.end()) known_[v] = k->second;
+    if (auto d = sub.dims_.find(v); d != sub.dims_.end()) dims_[v] = d->second;
   }
   return outs;
 }
