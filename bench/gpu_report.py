@@ -55,7 +55,8 @@ if b1:
       f"{pb1.get('reduce_overhead_ms', 0) * 1000:.1f} us (reduce-overhead) | <= 40 us | {'yes' if b1['us'] <= 40 else 'no'} |")
 b8 = k.get("block_B8_T1024_graphs"); pb8 = p.get("block_B8_T1024_d1024", {})
 if b8:
-    w(f"| same block, B=8 T=1024 | {b8['ms']:.3f} ms | {pb8.get('eager_ms', '?')} ms | {pb8.get('compiled_ms', '?')} ms | "
+    arena = f", intermediates in a {b8['arena_MB']:.0f} MB arena (one buffer each: {b8['one_buffer_each_MB']:.0f} MB)" if "arena_MB" in b8 else ""
+    w(f"| same block, B=8 T=1024 | {b8['ms']:.3f} ms{arena} | {pb8.get('eager_ms', '?')} ms | {pb8.get('compiled_ms', '?')} ms | "
       f"report vs torch.compile | {b8['ms'] / pb8.get('compiled_ms', float('nan')):.2f}x torch.compile's time |")
 if probe:
     gm = probe["gap_meter"]
@@ -69,15 +70,18 @@ if probe:
 row_forms = [(key, v) for key, v in k.items() if "@" in key]
 if row_forms:
     w("")
-    w("### Row kernels in each form (docs/cuda.md): the default; without prefetching the next row; "
-      "blocks up to 1024 threads before clusters; clusters of at most 8; registers for the row arrays only (no kept "
+    w("### Row kernels in each form (docs/cuda.md): the default; softmax's and layer norm's two reductions unfused; "
+      "without prefetching the next row; clusters launched in waves instead of as many as fit at once; "
+      "launch bounds for 768 threads a multiprocessor (80 registers a thread); "
+      "blocks up to 512 and up to 1024 threads before clusters; clusters of at most 8; registers for the row arrays only (no kept "
       "exp, weights from L1, no prefetch); rows staged in shared memory")
     w("")
     w("| workload | form | TB/s | ms | threads | cluster |")
     w("|---|---|---|---|---|---|")
     for shape in ("32768x4096", "4096x32768", "512x262144", "1024x4096"):
         for name in ("softmax", "layernorm"):
-            for suffix in ("", "@noprefetch", "@threads1024", "@cluster8", "@words16", "@shared"):
+            for suffix in ("", "@unfused", "@noprefetch", "@waves", "@occ768", "@threads512", "@threads1024", "@cluster8",
+                           "@words16", "@shared"):
                 v = k.get(f"{name}_{shape}{suffix}")
                 if v:
                     w(f"| {name} bf16 {shape} | {suffix[1:] or 'default'} | {v['TBps']:.2f} | {v['ms']:.3f} | "

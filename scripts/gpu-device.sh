@@ -25,11 +25,14 @@ rc=0
 # Few files: the device tool brings back a limited number. Logs go into one file.
 log="$out/gpu-device.log"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv | tee "$log"
-.gpu/test_cuda --gtest_brief=1 2>&1 | tail -40 | tee -a "$log"; [ "${PIPESTATUS[0]}" = 0 ] || rc=1
+# The full test output goes to its own file (a failure's explain() text is long); the log keeps
+# the failures and the summary.
+.gpu/test_cuda --gtest_brief=1 > "$out/test_cuda.log" 2>&1 || rc=1
+{ grep -E -A3 "Failure$" "$out/test_cuda.log" | cut -c1-300 | head -60; tail -8 "$out/test_cuda.log"; } | tee -a "$log"
 if [ $memcheck = 1 ]; then
   sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   "$sanitizer" --tool memcheck --error-exitcode 3 \
-    .gpu/test_cuda --gtest_brief=1 --gtest_filter='CudaCompiled.Row*:CudaCompiled.Register*:CudaCompiled.Vector*:CudaCompiled.Bias*:CudaCompiled.Batched*:CudaCompiled.Staged*:CudaGpu.*:GpuEager.*' \
+    .gpu/test_cuda --gtest_brief=1 --gtest_filter='CudaCompiled.Row*:CudaCompiled.Register*:CudaCompiled.Fused*:CudaCompiled.Intermediates*:CudaCompiled.Vector*:CudaCompiled.Bias*:CudaCompiled.Batched*:CudaCompiled.Staged*:CudaGpu.*:GpuEager.*' \
     > /tmp/memcheck.log 2>&1; echo "memcheck exit $?" >> /tmp/memcheck.log; tail -4 /tmp/memcheck.log | tee -a "$log"
 fi
 .gpu/kiln-gpu-probe --json "$out/gpu-probe.json" 2>&1 | tail -30 | tee -a "$log"; [ "${PIPESTATUS[0]}" = 0 ] || rc=1

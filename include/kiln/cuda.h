@@ -30,6 +30,11 @@ struct CudaCompileOptions {
   int row_max_per_thread = 32;
   int row_max_cluster = 16;         // over 8 uses the non-portable cluster size (H100/H200: 16)
   bool row_prefetch = true;         // load a block's next row while it computes this one
+  bool row_fuse_reductions = true;  // softmax's and layer norm's two row reductions combined as one
+  int row_occupancy_threads = 1024;  // threads per multiprocessor register rows are sized for
+  // Row kernels split over clusters launch as many clusters as fit at once, each taking many rows
+  // (off: up to 32 rows a multiprocessor's worth of clusters, in waves).
+  bool row_persistent_clusters = true;
   // 32-bit registers a thread may spend on row arrays, kept values and weights (row_staging.h).
   int row_register_words = 48;
   // Pointwise kernels take up to 16 bytes of consecutive points per thread, moving contiguous

@@ -198,6 +198,10 @@ def test_dump():
     kiln("dump", "--dir", d)
     check_dump(d)
     expect("cluster_g1" in open(os.path.join(d, "fused.dot")).read(), "the block has several kernels")
+    # --sm90: the kernels as compile_cuda writes them for an H100/H200 (clusters, 226 KiB staging).
+    d90 = os.path.join(TMP, "dump-sm90")
+    kiln("dump", "--dir", d90, "--sm90")
+    check_dump(d90)
 
 
 def test_dump_onnx():

@@ -82,10 +82,18 @@ struct RowVariant {
   int max_cluster = 16;
   bool prefetch = true;
   int register_words = 48;  // 16: the row arrays only (no kept values, weights from L1)
+  bool fuse = true;         // false: softmax's / layer norm's two reductions reduced one by one
+  int max_per_thread = 32;
+  int occupancy_threads = 1024;  // 768: 80 registers a thread
+  bool persistent = true;        // false: clusters launched in waves
 };
 const RowVariant kRowVariants[] = {
     {""},
+    {"@unfused", true, 256, 16, true, 48, false},
     {"@noprefetch", true, 256, 16, false},
+    {"@waves", true, 256, 16, true, 48, true, 32, 1024, false},
+    {"@occ768", true, 256, 16, true, 48, true, 32, 768},
+    {"@threads512", true, 512, 16, true},
     {"@threads1024", true, 1024, 16, true},
     {"@cluster8", true, 256, 8, true},
     {"@words16", true, 256, 16, true, 16},
@@ -116,6 +124,10 @@ void rows(Results& r, bool quick) {
         o.row_max_cluster = v.max_cluster;
         o.row_prefetch = v.prefetch;
         o.row_register_words = v.register_words;
+        o.row_fuse_reductions = v.fuse;
+        o.row_max_per_thread = v.max_per_thread;
+        o.row_occupancy_threads = v.occupancy_threads;
+        o.row_persistent_clusters = v.persistent;
         auto exe = compile_cuda(g, o);
         auto& cx = as_cuda(exe);
         cx.bind(in);
@@ -206,8 +218,12 @@ void block(Results& r, int64_t batch, int64_t seq, bool graphs) {
     }
   }
   steps += "]";
+  // Device memory of the intermediates: one arena laid out by the memory planner, against one
+  // buffer each (what the executable allocated before the planner ran on the device).
+  const lower::MemoryPlan memory = cx.device_memory_plan({}).plan;
   r.add(str("block_B", batch, "_T", seq, graphs ? "_graphs" : "_nographs"),
-        str("{\"ms\": ", fixed(ms), ", \"us\": ", fixed(ms * 1000, 1), ", \"kernels\": ", cx.stats().kernels_generated,
+        str("{\"ms\": ", fixed(ms), ", \"us\": ", fixed(ms * 1000, 1), ", \"arena_MB\": ", fixed(memory.arena_bytes / 1e6, 1),
+            ", \"one_buffer_each_MB\": ", fixed(memory.naive_bytes / 1e6, 1), ", \"kernels\": ", cx.stats().kernels_generated,
             ", \"cublaslt_calls\": ", cx.stats().library_calls, ", \"launches\": ", cx.launches_per_run(),
             ", \"compile_s\": ", fixed(compile_s, 2), ", \"steps\": ", steps, "}"));
 }

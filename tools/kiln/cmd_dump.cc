@@ -30,6 +30,7 @@ Command add_dump_command(CLI::App& parent) {
   struct Options {
     std::string model, dir;
     std::vector<std::string> dims;
+    bool sm90 = false;
   };
   auto o = std::make_shared<Options>();
   CLI::App* app = parent.add_subcommand(
@@ -38,6 +39,9 @@ Command add_dump_command(CLI::App& parent) {
   app->add_option("model", o->model, "An ONNX model (.onnx); none: the built-in transformer block");
   app->add_option("--dir", o->dir, "The directory to write (created if missing)")->required();
   app->add_option("--dim", o->dims, "NAME=VALUE: fix a symbolic dim at import");
+  app->add_flag("--sm90", o->sm90,
+                "Write kernels.cu as compile_cuda does for an sm_90 GPU (H100/H200): thread-block clusters of up "
+                "to 16 blocks, 226 KiB of shared memory a block (default: no clusters, 48 KiB)");
   return Command{app, [o](const GlobalOptions& global) {
                    namespace fs = std::filesystem;
                    const fs::path dir(o->dir);
@@ -69,7 +73,10 @@ Command add_dump_command(CLI::App& parent) {
                    // between passes, the GPU stages rows in shared memory). Text only: no GPU needed.
                    std::vector<codegen::cuda::CudaKernelSource> cuda_kernels;
                    const auto gpu_lowered = runtime::lower_for_target(*g, copts, "kiln_");
-                   for (const auto& k : gpu_lowered->kernels) cuda_kernels.push_back(codegen::cuda::emit_cuda_kernel(k.kernel));
+                   codegen::cuda::CudaEmitOptions emit;
+                   if (o->sm90) emit.registers.max_cluster = 16, emit.shared_budget_bytes = 227 * 1024 - 1024;
+                   for (const auto& k : gpu_lowered->kernels)
+                     cuda_kernels.push_back(codegen::cuda::emit_cuda_kernel(k.kernel, emit));
                    write(dir / "kernels.cu", codegen::cuda::cuda_translation_unit(cuda_kernels));
                    write(dir / "explain.txt", exe->explain());
                    write(dir / "fused.dot", fused_graph_dot(ce));

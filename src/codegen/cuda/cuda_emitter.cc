@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "codegen/common/c_emitter.h"
@@ -55,7 +56,7 @@ struct Printer {
   std::string idx = "int64_t";
   std::string single_writer_test = "threadIdx.x == 0";  // who stores a row-level value
   bool fast_exp_ = false;  // inside a register-row loop of a kernel with RowStaging::fast_exp
-  int cluster_sites_ = 0;  // kiln_cluster_reduce calls in a row
+  int fused_sites_ = 0;    // fused reductions emitted (each gets its own shared slots)
 
   // The shared scalar expression; kiln_exp becomes kiln_exp16 (ex2.approx) where fast_exp_ says
   // every value is rounded to a 16-bit float before it is stored.
@@ -116,6 +117,9 @@ struct Printer {
   // unrolled over the thread's elements); accumulators they update are combined across the block
   // (and the cluster) after each loop, so every thread continues with the row's value.
   void emit_row(const std::vector<Stmt>& body, int depth, const RowStaging& staging) {
+    // Accumulators a fused reduction combines after a later loop stay per thread until then.
+    std::set<std::string> deferred;
+    for (const FusedReduction& f : staging.fused) deferred.insert({f.first, f.second, f.count});
     int loop = -1;
     for (const Stmt& st : body) {
       if (st.kind != Stmt::kFor) {
@@ -123,7 +127,9 @@ struct Printer {
         continue;
       }
       ++loop;
-      std::vector<const Stmt*> accs = c_outer_accumulators(st.body);
+      std::vector<const Stmt*> accs;
+      for (const Stmt* a : c_outer_accumulators(st.body))
+        if (!deferred.count(a->name)) accs.push_back(a);
       const std::string before = str("_before", loops_++);
       for (const Stmt* a : accs) {
         line(depth, str(ct(a->dtype), " ", a->name, before, " = ", a->name, ";"));
@@ -141,15 +147,38 @@ struct Printer {
       for (const Stmt* a : accs) {
         std::string T = ct(a->dtype);
         std::string combine = str("[](", T, " a, ", T, " b) { return ", c_fold_combine(a->dtype, a->fold, "a", "b"), "; }");
-        line(depth, str(a->name, " = kiln_block_reduce<", T, ">(", a->name, ", ", combine, ");"));
-        if (staging.cluster > 1) {
-          line(depth, str(a->name, " = kiln_cluster_reduce<", staging.cluster, ", ", T, ">(", a->name, ", ", combine, ");"));
-          ++cluster_sites_;
-        }
+        line(depth, str(a->name, " = kiln_block_reduce<", T, ">(", a->name, ", ", combine, ", kiln_parity);"));
+        if (staging.cluster > 1)
+          line(depth, str(a->name, " = kiln_cluster_reduce<", staging.cluster, ", ", T, ">(", a->name, ", ", combine,
+                          ", kiln_parity);"));
         line(depth, str(a->name, " = ", c_fold_combine(a->dtype, a->fold, a->name + before, a->name), ";"));
         ++reductions;
       }
+      for (const FusedReduction& f : staging.fused)
+        if (f.loop == loop) emit_fused_reduction(f, depth, staging);
     }
+  }
+
+  // The pair (or triple) of a fused reduction combined across the block and cluster at once.
+  void emit_fused_reduction(const FusedReduction& f, int depth, const RowStaging& staging) {
+    const int site = fused_sites_++;
+    line(depth, "{");
+    if (f.kind == FusedReduction::kMaxExpSum) {
+      line(depth + 1, str("const kiln_max_sum kiln_f = kiln_reduce_max_sum<", staging.cluster, ", ", site, ">(", f.first,
+                          ", ", f.second, ", kiln_parity);"));
+      // Unfused, a row whose max is -inf sums exp(-inf - -inf) = NaN; so does this.
+      line(depth + 1, str(f.first, " = kiln_f.m;"));
+      line(depth + 1, str(f.second, " = kiln_f.m == -kstd::numeric_limits<float>::infinity() ? ",
+                          "kstd::numeric_limits<float>::quiet_NaN() : kiln_f.s;"));
+    } else {
+      line(depth + 1, str("const kiln_mean_m2 kiln_f = kiln_reduce_mean_m2<", staging.cluster, ", ", site, ">(", f.count,
+                          ", ", f.first, ", ", f.second, ", kiln_parity);"));
+      line(depth + 1, str(f.count, " = kiln_f.n;"));
+      line(depth + 1, str(f.first, " = kiln_f.s;"));
+      line(depth + 1, str(f.second, " = kiln_f.m2;"));
+    }
+    line(depth, "}");
+    reductions += 2;
   }
 
   // One row loop of a register-row kernel: unrolled over the thread's elements kiln_e; the loop
@@ -365,8 +394,9 @@ struct Printer {
                                                   : " (one block per row)")
        << "\n";
     std::string bounds = "__launch_bounds__(1024)";
-    if (staging.in_registers)  // at most 64 registers a thread, so a multiprocessor holds 2048 threads
-      bounds = str("__launch_bounds__(", staging.threads, ", ", std::max(1, 1024 / staging.threads), ")");
+    if (staging.in_registers)  // registers for `occupancy_threads` threads a multiprocessor (1024: 64 each)
+      bounds = str("__launch_bounds__(", staging.threads, ", ",
+                   std::max(1, options.registers.occupancy_threads / staging.threads), ")");
     if (staging.cluster > 1) bounds += str(" __cluster_dims__(", staging.cluster, ", 1, 1)");
     os << "extern \"C\" __global__ void " << bounds << " " << k.name << "(const KilnArgs kiln_args) {\n";
     for (size_t i = 0; i < k.symbols.size(); ++i)
@@ -432,6 +462,10 @@ struct Printer {
       }
       emit_register_arrays(staging, /*row_invariant=*/true, 1);
       if (staging.prefetch) emit_prefetch_start(staging, nest, first_row, 1);
+      // Reductions alternate between two slots row by row (kiln_parity), so no barrier separates
+      // one row's reads from the next row's writes. The last barrier keeps every block's shared
+      // memory alive until the cluster has read it.
+      line(1, "int kiln_parity = 0;");
       line(1, str("for (", idx, " kiln_row = ", first_row, "; kiln_row < kiln_points; kiln_row += ", row_step, ") {"));
       decode(nest, "kiln_row", 2);
       if (staging.prefetch) emit_prefetch_next(staging, nest, row_step, 2);
@@ -439,25 +473,22 @@ struct Printer {
       emit_row(staging.body, 2, staging);
       emit_register_stores(staging, 2);
       if (staging.prefetch) emit_prefetch_rotate(staging, 2);
-      // A block rewrites its slot of a reduction only after the cluster passed the row's next
-      // reduction (every block has read the slot by then); with one reduction a row, a barrier at
-      // the row's end stands in. The last barrier keeps every block's shared memory alive until
-      // the cluster has read it.
-      const bool one_site = cluster_sites_ < 2;
-      if (staging.cluster > 1 && one_site) line(2, "kiln_cluster_sync();  // the cluster's reductions of this row are read");
+      line(2, "kiln_parity ^= 1;");
       line(1, "}");
-      if (staging.cluster > 1 && !one_site) line(1, "kiln_cluster_sync();  // no block leaves while the cluster reads it");
+      if (staging.cluster > 1) line(1, "kiln_cluster_sync();  // no block leaves while the cluster reads it");
     } else {
       // The row loop's bound is the same for every thread of a block, so the block-wide
       // reductions inside are reached by all of them.
       line(1, str("constexpr int kiln_block = ", out.block_threads, ";  // launched with exactly this many threads"));
       emit_staging_declarations(staging, out);
+      line(1, "int kiln_parity = 0;  // alternates the block reductions' slots row by row");
       line(1, str("for (", idx, " kiln_row = blockIdx.x; kiln_row < kiln_points; kiln_row += gridDim.x) {"));
       decode(nest, "kiln_row", 2);
       emit_staged_copies(staging, /*outputs=*/false, /*row_invariant=*/false, 2);
       emit_row(staging.body, 2, staging);
       emit_staged_copies(staging, /*outputs=*/true, false, 2);
       if (staging.any_per_row()) line(2, "__syncthreads();  // the next row's staging reuses the shared rows");
+      line(2, "kiln_parity ^= 1;");
       line(1, "}");
     }
     os << "}\n";

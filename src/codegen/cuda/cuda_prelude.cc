@@ -216,18 +216,24 @@ template <typename T> __device__ inline T kiln_shfl_xor(T v, int lane_mask) {
     return r;
   }
 }
-template <typename T, typename F> __device__ inline T kiln_block_reduce(T v, F combine) {
-  __shared__ unsigned long long kiln_partials[32];
+// `parity` alternates between consecutive calls of one call site (the row's parity): a call
+// writes the other half of the partials than the call before it, whose readers may still be
+// reading, so one __syncthreads a call suffices (the previous call's barrier ordered the one
+// before it).
+struct __align__(16) kiln_slot16 { unsigned int w[4]; };
+template <typename T, typename F> __device__ inline T kiln_block_reduce(T v, F combine, int parity) {
+  static_assert(sizeof(T) <= 16, "block reductions move at most 16 bytes");
+  __shared__ kiln_slot16 kiln_partials[2][32];
   for (int o = 16; o > 0; o >>= 1) v = combine(v, kiln_shfl_xor(v, o));
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-  __syncthreads();  // the previous reduction's readers are done with kiln_partials
-  if (lane == 0) kiln_copy_bytes(&kiln_partials[warp], &v, sizeof(T));
+  kiln_slot16* const slots = kiln_partials[parity & 1];
+  if (lane == 0) kiln_copy_bytes(&slots[warp], &v, sizeof(T));
   __syncthreads();
   T r;
-  kiln_copy_bytes(&r, &kiln_partials[0], sizeof(T));
+  kiln_copy_bytes(&r, &slots[0], sizeof(T));
   for (int w = 1; w < warps; ++w) {
     T x;
-    kiln_copy_bytes(&x, &kiln_partials[w], sizeof(T));
+    kiln_copy_bytes(&x, &slots[w], sizeof(T));
     r = combine(r, x);
   }
   return r;
@@ -329,37 +335,142 @@ __device__ inline void kiln_cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
 #endif
 }
-template <int kCluster, typename T, typename F> __device__ inline T kiln_cluster_reduce(T v, F combine) {
+template <int kCluster, typename T, typename F> __device__ inline T kiln_cluster_reduce(T v, F combine, int parity) {
 #if __CUDA_ARCH__ >= 900
-  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "cluster reductions move 4- or 8-byte values");
-  __shared__ T kiln_mine;  // one per call site (F is the site's lambda)
-  if (threadIdx.x == 0) kiln_mine = v;
+  static_assert(sizeof(T) % 4 == 0 && sizeof(T) <= 16, "cluster reductions move 4-byte words, at most 16 bytes");
+  constexpr int kWords = int(sizeof(T) / 4);
+  // One pair of slots per call site (F is the site's lambda); the row's parity picks the slot, so
+  // a block may write this row's value while another block still reads its previous row's (the
+  // barrier of this call orders it after every read of the row before that).
+  __shared__ kiln_slot16 kiln_mine[2];
+  if (threadIdx.x == 0) kiln_copy_bytes(&kiln_mine[parity & 1], &v, sizeof(T));
   kiln_cluster_sync();
   unsigned local;
-  asm volatile("{ .reg .u64 g; cvta.to.shared.u64 g, %1; cvt.u32.u64 %0, g; }" : "=r"(local) : "l"(&kiln_mine));
+  asm volatile("{ .reg .u64 g; cvta.to.shared.u64 g, %1; cvt.u32.u64 %0, g; }" : "=r"(local) : "l"(&kiln_mine[parity & 1]));
   // Every block's value is requested before any is used: the remote loads overlap.
-  T xs[kCluster];
+  unsigned bits[kCluster][kWords];
 #pragma unroll
   for (int b = 0; b < kCluster; ++b) {
     unsigned remote;
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(b));
-    if (sizeof(T) == 4) {
-      unsigned bits;
-      asm volatile("ld.shared::cluster.b32 %0, [%1];" : "=r"(bits) : "r"(remote));
-      kiln_copy_bytes(&xs[b], &bits, 4);
-    } else {
-      unsigned long long bits;
-      asm volatile("ld.shared::cluster.b64 %0, [%1];" : "=l"(bits) : "r"(remote));
-      kiln_copy_bytes(&xs[b], &bits, 8);
-    }
-  }
-  T r = xs[0];
 #pragma unroll
-  for (int b = 1; b < kCluster; ++b) r = combine(r, xs[b]);
+    for (int w = 0; w < kWords; ++w) asm volatile("ld.shared::cluster.b32 %0, [%1];" : "=r"(bits[b][w]) : "r"(remote + 4 * w));
+  }
+  T r;
+  kiln_copy_bytes(&r, bits[0], sizeof(T));
+#pragma unroll
+  for (int b = 1; b < kCluster; ++b) {
+    T x;
+    kiln_copy_bytes(&x, bits[b], sizeof(T));
+    r = combine(r, x);
+  }
   return r;
 #else
   return v;
 #endif
+}
+
+// Two row reductions fused into one pass over the block and cluster (fused_row_reductions.cc),
+// each level folded the same way: a butterfly over the warp's lanes for the first value, each
+// lane's second value brought to that result, a butterfly sum; then lane l of every warp takes
+// warp l's pair (and after one cluster barrier, block l's) and folds again. Every thread of every
+// block returns the same bits: butterflies give all lanes the same result (the folds commute)
+// and every warp folds the same values in the same lanes. kSite gives each call site its own
+// slots; the row's parity alternates them, so one barrier a level suffices.
+__device__ inline float kiln_warp_max(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = kiln_acc_max<float>(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+__device__ inline float kiln_warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+// The address of `local` (this block's shared memory) in block `rank` of the cluster.
+__device__ inline unsigned kiln_cluster_address(const void* local, int rank) {
+  unsigned a = 0;
+#if __CUDA_ARCH__ >= 900
+  asm volatile("{ .reg .u64 g; cvta.to.shared.u64 g, %1; cvt.u32.u64 %0, g; }" : "=r"(a) : "l"(local));
+  asm volatile("mapa.shared::cluster.u32 %0, %0, %1;" : "+r"(a) : "r"(rank));
+#endif
+  return a;
+}
+__device__ inline float kiln_cluster_load(unsigned address) {
+  float v = 0.0f;
+#if __CUDA_ARCH__ >= 900
+  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(address));
+#endif
+  return v;
+}
+
+// Softmax: a part's max m and the sum s of exp(x - shift(m)) over it, shift(m) being m, or 0 when
+// m is -inf (its elements are all -inf and every term exp(-inf) = 0).
+struct kiln_max_sum { float m, s; };
+__device__ inline float kiln_shift_of(float m) { return m == -kstd::numeric_limits<float>::infinity() ? 0.0f : m; }
+// s (of a part whose max is m) as a sum of exp(x - shift(to)), to >= m; NaN and inf propagate.
+__device__ inline float kiln_sum_rescaled(float m, float s, float to) {
+  return m == -kstd::numeric_limits<float>::infinity() ? 0.0f : s * kstd::exp(m - kiln_shift_of(to));
+}
+__device__ inline kiln_max_sum kiln_warp_max_sum(kiln_max_sum p) {
+  const float m = kiln_warp_max(p.m);
+  return {m, kiln_warp_sum(kiln_sum_rescaled(p.m, p.s, m))};
+}
+template <int kCluster, int kSite> __device__ inline kiln_max_sum kiln_reduce_max_sum(float m, float s, int parity) {
+  __shared__ kiln_max_sum kiln_warps[2][32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  const kiln_max_sum none = {-kstd::numeric_limits<float>::infinity(), 0.0f};
+  kiln_max_sum p = kiln_warp_max_sum({m, s});
+  if (lane == 0) kiln_warps[parity & 1][warp] = p;
+  __syncthreads();
+  p = kiln_warp_max_sum(lane < warps ? kiln_warps[parity & 1][lane] : none);
+  if constexpr (kCluster > 1) {
+    __shared__ kiln_max_sum kiln_block[2];
+    if (threadIdx.x == 0) kiln_block[parity & 1] = p;
+    kiln_cluster_sync();
+    kiln_max_sum q = none;
+    if (lane < kCluster) {
+      const unsigned a = kiln_cluster_address(&kiln_block[parity & 1], lane);
+      q = {kiln_cluster_load(a), kiln_cluster_load(a + 4)};
+    }
+    p = kiln_warp_max_sum(q);
+  }
+  return p;
+}
+
+// Layer norm: a part's element count n, sum s and sum m2 of squared distances to its mean s / n,
+// combined by Chan et al.'s rule (the parts' m2 plus each part's n (mean_part - mean)^2): no
+// cancellation between large sums of squares.
+struct kiln_mean_m2 { float n, s, m2; };
+__device__ inline float kiln_m2_about(kiln_mean_m2 p, float centre) {
+  if (p.n == 0.0f) return 0.0f;
+  const float d = p.s / p.n - centre;
+  return p.m2 + p.n * d * d;
+}
+__device__ inline kiln_mean_m2 kiln_warp_mean_m2(kiln_mean_m2 p) {
+  const float n = kiln_warp_sum(p.n), s = kiln_warp_sum(p.s);
+  return {n, s, kiln_warp_sum(kiln_m2_about(p, n == 0.0f ? 0.0f : s / n))};
+}
+template <int kCluster, int kSite> __device__ inline kiln_mean_m2 kiln_reduce_mean_m2(float n, float s, float m2, int parity) {
+  __shared__ kiln_mean_m2 kiln_warps[2][32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  const kiln_mean_m2 none = {0.0f, 0.0f, 0.0f};
+  kiln_mean_m2 p = kiln_warp_mean_m2({n, s, m2});
+  if (lane == 0) kiln_warps[parity & 1][warp] = p;
+  __syncthreads();
+  p = kiln_warp_mean_m2(lane < warps ? kiln_warps[parity & 1][lane] : none);
+  if constexpr (kCluster > 1) {
+    __shared__ kiln_mean_m2 kiln_block[2];
+    if (threadIdx.x == 0) kiln_block[parity & 1] = p;
+    kiln_cluster_sync();
+    kiln_mean_m2 q = none;
+    if (lane < kCluster) {
+      const unsigned a = kiln_cluster_address(&kiln_block[parity & 1], lane);
+      q = {kiln_cluster_load(a), kiln_cluster_load(a + 4), kiln_cluster_load(a + 8)};
+    }
+    p = kiln_warp_mean_m2(q);
+  }
+  return p;
 }
 )KILN";
   text += str("\nstruct KilnArgs {\n  void* bufs[", kMaxKernelBuffers, "];\n  int64_t syms[", kMaxKernelSymbols,

@@ -30,57 +30,13 @@ int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 // Bytes of the compute type an accumulator of `t` folds in (f16/bf16 accumulate in float).
 int compute_bytes(DType t) { return t == DType::F16 || t == DType::BF16 ? 4 : dtype_size(t); }
 
-// Ops cheap enough that keeping their result in a register array costs more than recomputing it.
-bool cheap(Op op) {
-  switch (op) {
-    case Op::Add: case Op::Sub: case Op::Mul: case Op::Neg: case Op::Abs: case Op::Maximum: case Op::Minimum:
-    case Op::Cast: case Op::Where: case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge:
-    case Op::Not: case Op::And: case Op::Or: case Op::Relu: case Op::Clamp: case Op::IsNan: case Op::Sign:
-      return true;
-    default: return false;
-  }
-}
-
-// The Let's value with the Lets of the same loop it refers to substituted (so two loops computing
-// the same thing print the same), and whether it reads only staged arrays and is worth keeping.
-struct Expanded {
-  ScalarPtr value;
-  bool only_staged = true;
-  bool expensive = false;
-};
-
-Expanded expand(const ScalarPtr& s, const std::map<std::string, Expanded>& lets) {
-  Expanded e;
-  if (!s) return e;
-  if (s->kind == Scalar::kRef) {
-    auto it = lets.find(s->name);
-    if (it != lets.end()) return it->second;
-    e.value = s;
-    return e;
-  }
-  if (s->kind == Scalar::kLoad) {
-    e.value = s;
-    e.only_staged = s->param >= kStagedParamBase;
-    return e;
-  }
-  if (s->kind != Scalar::kOp) {
-    e.value = s;
-    return e;
-  }
-  std::vector<ScalarPtr> args;
-  e.expensive = !cheap(s->op);
-  for (const auto& a : s->args) {
-    Expanded x = expand(a, lets);
-    args.push_back(x.value);
-    e.only_staged &= x.only_staged;
-    e.expensive |= x.expensive;
-  }
-  e.value = Scalar::apply(s->op, s->dtype, s->attrs, std::move(args));
-  return e;
-}
-
-// Values computed identically by an earlier row loop are read from a register array instead.
+// Values computed identically by an earlier row loop are read from a register array instead; so
+// are a fused softmax's later exp(x - max), as the second loop's exp(x - shift) times the
+// thread's rescale (FusedReduction).
 void plan_kept_values(RowStaging& out, int words_left) {
+  std::map<std::string, std::pair<std::string, std::string>> rescaled;  // global exp -> (local exp, rescale)
+  for (const FusedReduction& f : out.fused)
+    if (!f.global_exp.empty()) rescaled[f.global_exp] = {f.local_exp, f.rescale};
   std::map<std::string, std::pair<std::string, DType>> first;  // printed expression -> (let, dtype)
   std::map<std::string, std::string> array_of;                 // first let -> its array
   for (Stmt& st : out.body) {
@@ -92,8 +48,16 @@ void plan_kept_values(RowStaging& out, int words_left) {
       Expanded e = expand(leaf.value, lets);
       lets[leaf.name] = e;
       if (!e.only_staged || !e.expensive || compute_bytes(leaf.dtype) != 4) continue;
-      const std::string key = c_scalar_expression(*e.value);
+      std::string key = c_scalar_expression(*e.value);
+      std::string factor;
       auto f = first.find(key);
+      if (f == first.end()) {
+        auto r = rescaled.find(key);
+        if (r != rescaled.end() && first.count(r->second.first)) {
+          factor = r->second.second;
+          f = first.find(r->second.first);
+        }
+      }
       if (f == first.end()) {
         seen_here.emplace(key, std::make_pair(leaf.name, leaf.dtype));
         continue;
@@ -106,6 +70,8 @@ void plan_kept_values(RowStaging& out, int words_left) {
         out.kept.push_back({f->second.first, array, f->second.second});
       }
       leaf.value = Scalar::ref(leaf.dtype, array + "[kiln_e]");
+      if (!factor.empty())
+        leaf.value = Scalar::apply(Op::Mul, leaf.dtype, {}, {leaf.value, Scalar::ref(DType::F32, factor)});
     }
     for (auto& [key, v] : seen_here) first.emplace(key, v);
   }
@@ -196,13 +162,16 @@ RowStaging plan_register_rows(const std::vector<Stmt>& row_body, const std::vect
   const int max_per_thread = std::min(options.max_per_thread, options.register_words * 4 / row_bytes) / vec * vec;
   if (max_per_thread < vec) return out;
   // The smallest block size from the preferred one up that holds the row, split over at most
-  // max_cluster blocks.
+  // max_cluster blocks — and, once the block has grown past the preferred size, over at most 8
+  // while it can still grow: on the H200 a [512x262144] bf16 softmax ran at 2.56 TB/s as 8 blocks
+  // of 1024 threads and 2.06 as 16 of 512 (layer_norm 1.70 and 1.74).
   int cluster = 0, max_threads = 0;
   for (int t = std::min(options.preferred_threads, options.max_threads);; t *= 2) {
     t = std::min(t, options.max_threads);
     const int64_t per_block_max = int64_t(t) * max_per_thread;
     const int c = n > per_block_max ? pow2_at_least((n + per_block_max - 1) / per_block_max) : 1;
-    if (c <= (words_only ? options.max_cluster : 1)) {
+    const bool grown = t > options.preferred_threads && t < options.max_threads;
+    if (c <= (words_only ? (grown ? std::min(8, options.max_cluster) : options.max_cluster) : 1)) {
       cluster = c, max_threads = t;
       break;
     }
@@ -246,6 +215,10 @@ RowStaging plan_register_rows(const std::vector<Stmt>& row_body, const std::vect
     out.prefetch = true;
     used += input_words;
   }
+  // Mean and variance fuse only up to 16 elements a thread: their reduction keeps ~6 more values
+  // live, and at 32 elements (64 registers) layer_norm then spilled and ran 5-25% slower than
+  // unfused on the H200 (bench/results/gpu-h200-compiled-*.md, "row forms").
+  if (options.fuse_reductions) out.fused = fuse_row_reductions(out.body, /*mean_squares=*/out.per_thread <= 16);
   plan_kept_values(out, options.register_words - used);
   plan_reciprocals(out, params);
   return out;

@@ -72,7 +72,48 @@ ScalarPtr redirect(const ScalarPtr& s, const std::set<int>& staged, const std::s
 
 int64_t round16(int64_t bytes) { return (bytes + 15) / 16 * 16; }
 
+// Ops cheap enough that keeping their result in a register array costs more than recomputing it.
+bool cheap(Op op) {
+  switch (op) {
+    case Op::Add: case Op::Sub: case Op::Mul: case Op::Neg: case Op::Abs: case Op::Maximum: case Op::Minimum:
+    case Op::Cast: case Op::Where: case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge:
+    case Op::Not: case Op::And: case Op::Or: case Op::Relu: case Op::Clamp: case Op::IsNan: case Op::Sign:
+      return true;
+    default: return false;
+  }
+}
+
 }  // namespace
+
+Expanded expand(const ScalarPtr& s, const std::map<std::string, Expanded>& lets) {
+  Expanded e;
+  if (!s) return e;
+  if (s->kind == Scalar::kRef) {
+    auto it = lets.find(s->name);
+    if (it != lets.end()) return it->second;
+    e.value = s;
+    return e;
+  }
+  if (s->kind == Scalar::kLoad) {
+    e.value = s;
+    e.only_staged = s->param >= kStagedParamBase;
+    return e;
+  }
+  if (s->kind != Scalar::kOp) {
+    e.value = s;
+    return e;
+  }
+  std::vector<ScalarPtr> args;
+  e.expensive = !cheap(s->op);
+  for (const auto& a : s->args) {
+    Expanded x = expand(a, lets);
+    args.push_back(x.value);
+    e.only_staged &= x.only_staged;
+    e.expensive |= x.expensive;
+  }
+  e.value = Scalar::apply(s->op, s->dtype, s->attrs, std::move(args));
+  return e;
+}
 
 void visit_loads(const ScalarPtr& s, const std::function<void(const Scalar&)>& fn) {
   if (!s) return;

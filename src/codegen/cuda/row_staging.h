@@ -6,6 +6,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -45,6 +46,27 @@ struct RowReciprocal {
   int loop = 0;      // index among the row body's loops of the first loop that uses it
 };
 
+// Register rows: two reductions of consecutive row loops combined into one block (and cluster)
+// reduction a row (fused_row_reductions.cc). The first loop's accumulator stays per thread; the
+// second loop measures its elements against that thread's own partial result (its max, its
+// mean); after the second loop the pair is reduced with a rule that rescales each thread's
+// second value to the row's first value (kiln_max_sum_combine, kiln_mean_m2_combine).
+struct FusedReduction {
+  enum Kind {
+    kMaxExpSum,    // max of x, then sum of exp(x - max): softmax
+    kMeanSquares,  // sum of x, then sum of (x - f(sum))^2: layer norm's mean and variance
+  };
+  Kind kind = kMaxExpSum;
+  int loop = 0;        // index among the row body's loops of the second loop
+  std::string first;   // the first loop's accumulator (the max; the sum)
+  std::string second;  // the second loop's (the sum of exp; of squares)
+  std::string count;   // kMeanSquares: the thread's element count (an accumulator of the first loop)
+  // kMaxExpSum: later loops' exp(x - max) (printed as `global_exp`) equals the second loop's
+  // exp(x - shift) (`local_exp`) times the thread's row-level `rescale`; plan_kept_values keeps
+  // the latter in registers where they allow, as for an unfused softmax.
+  std::string local_exp, global_exp, rescale;
+};
+
 struct RowStaging {
   std::vector<StagedBuffer> buffers;  // empty: nothing staged, `body` is the original
   int64_t shared_bytes = 0;           // dynamic shared memory per block
@@ -67,6 +89,7 @@ struct RowStaging {
   std::vector<RowReciprocal> reciprocals;
   bool prefetch = false;       // per-row inputs of the next row are loaded before this row's loops
   bool fast_exp = false;       // every stored value is a 16-bit float: exp via ex2.approx (kiln_exp16)
+  std::vector<FusedReduction> fused;
   bool any_per_row() const {
     for (const auto& b : buffers)
       if (!b.row_invariant) return true;
@@ -92,6 +115,10 @@ struct RegisterRowOptions {
   int max_cluster = 1;       // blocks that may share a row (thread-block clusters need sm_90); 1: none
   int register_words = 48;   // 32-bit registers per thread for staged arrays and kept values
   bool prefetch = true;      // load the block's next row while computing this one, if registers allow
+  bool fuse_reductions = true;  // softmax's and layer norm's two reductions as one (FusedReduction)
+  // Threads a multiprocessor should hold at once (the launch bounds' minimum blocks); 1024 leaves
+  // 64 registers a thread, 768 leaves 80.
+  int occupancy_threads = 1024;
 };
 
 // Plans register rows (see RowStaging::in_registers) for a row body whose loops are all simple
@@ -101,10 +128,26 @@ struct RegisterRowOptions {
 RowStaging plan_register_rows(const std::vector<lower::Stmt>& row_body, const std::vector<std::string>& grid_vars,
                               const std::vector<lower::KernelParam>& params, const RegisterRowOptions& options);
 
+// Rewrites `body` (a register-row body) so that each pair of consecutive row loops computing a
+// softmax's (max, sum of exp) or a layer norm's (sum, sum of squares) is reduced across threads
+// once, after the second loop (see FusedReduction); returns the fusions made. Pairs that do not
+// match the pattern exactly are left alone, and mean/variance pairs unless `mean_squares`.
+std::vector<FusedReduction> fuse_row_reductions(std::vector<lower::Stmt>& body, bool mean_squares);
+
 // Calls fn on every load in the scalar tree s.
 void visit_loads(const lower::ScalarPtr& s, const std::function<void(const lower::Scalar&)>& fn);
 // A loop the planners can stage: constant extent, no loop inside.
 bool simple_row_loop(const lower::Stmt& st);
+
+// A Let's value with the Lets of the same loop it refers to substituted (so two loops computing
+// the same thing print the same), whether it reads only staged arrays, and whether it is worth
+// keeping in registers (some op in it costs more than a few instructions).
+struct Expanded {
+  lower::ScalarPtr value;
+  bool only_staged = true;
+  bool expensive = false;
+};
+Expanded expand(const lower::ScalarPtr& s, const std::map<std::string, Expanded>& lets);
 
 // `index` as `base + var` with base free of var; nullopt when it is not of that form.
 std::optional<lower::Index> contiguous_base(const lower::Index& index, const std::string& var);

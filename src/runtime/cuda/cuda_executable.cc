@@ -152,7 +152,61 @@ struct CudaExecutable::Binding {
   std::unique_ptr<CapturedGraph> graph;
   int launches = 0;
   std::map<const Value*, DevicePtr> external;  // run_device: graph inputs read from the caller's tensors
+  DeviceArenaPlan memory;  // where the intermediates lie in `arena`
+  DeviceTensor arena;
 };
+
+// Every intermediate buffer (neither input, output nor constant) with the steps that write and
+// last read it — through views, kernel parameters and library calls alike (the CPU's arena leaves
+// out buffers a library call touches; on the GPU they are device buffers like any other) — laid
+// out by the memory planner. Adjusted for how the GPU runs the steps: a matmul with a folded
+// epilogue writes the epilogue kernel's output at its own step; a host step's outputs are
+// uploaded once per binding and must outlive every run (they keep buffers of their own); and no
+// kernel writes over its input (the CUDA kernels' pointers are __restrict__). Offsets are
+// 256-byte aligned, as cuBLASLt prefers.
+DeviceArenaPlan CudaExecutable::device_memory_plan(const std::map<std::string, int64_t>& dims) const {
+  const lower::Schedule& sched = lowered->schedule;
+  std::set<const Value*> own;
+  for (size_t step : host_steps_)
+    for (const Value* v : lowered->steps[step].node->outputs) own.insert(sched.buffer_of(v));
+  std::map<const Value*, int> first, last;
+  auto wrote = [&](const Value* v, int k) {
+    const Value* root = sched.buffer_of(v);
+    auto it = first.find(root);
+    if (it == first.end() || k < it->second) first[root] = k;
+  };
+  auto read = [&](const Value* v, int k) {
+    const Value* root = sched.buffer_of(v);
+    last[root] = std::max(last.count(root) ? last[root] : k, k);
+  };
+  for (size_t k = 0; k < lowered->steps.size(); ++k) {
+    const runtime::Step& step = lowered->steps[k];
+    if (step.library) {
+      for (const Value* v : step.node->inputs) read(v, int(k));
+      for (const Value* v : step.node->outputs) wrote(v, int(k));
+      continue;
+    }
+    const lower::LoweredKernel& lk = lowered->kernels[size_t(step.kernel)];
+    for (size_t p = 0; p < lk.param_values.size(); ++p)
+      lk.kernel.params[p].is_output ? wrote(lk.param_values[p], int(k)) : read(lk.param_values[p], int(k));
+  }
+  for (const auto& [matmul, match] : epilogues_) wrote(match.out, int(matmul));
+  DeviceArenaPlan out;
+  std::vector<lower::BufferRequest> requests;
+  for (const auto& [v, slot] : lowered->slots) {
+    if (slot.kind != runtime::BufferSlot::kHeld && slot.kind != runtime::BufferSlot::kArena) continue;
+    if (own.count(v) || !first.count(v)) continue;
+    lower::BufferRequest r;
+    r.label = v->name.empty() ? str("%", v->id) : v->name;
+    r.bytes = numel_of(eval_shape(v->type.shape, dims)) * dtype_size(v->type.dtype);
+    r.first_step = first.at(v);
+    r.last_step = std::max(r.first_step, last.count(v) ? last.at(v) : r.first_step);
+    requests.push_back(r);
+    out.values.push_back(v);
+  }
+  out.plan = lower::plan_memory(requests, 256);
+  return out;
+}
 
 CudaExecutable::Binding& CudaExecutable::binding_for(const std::vector<HostTensor>& inputs) {
   const Graph& g = *lowered->graph;
@@ -178,12 +232,20 @@ CudaExecutable::Binding& CudaExecutable::binding_for_dims(const std::map<std::st
   b->dims = dims;
   b->syms = syms;
   for (size_t i = 0; i < syms.size(); ++i) b->kernel_dims[str("s", i)] = syms[i];
-  // One device buffer per buffer value (no reuse across steps yet: see docs/cuda.md); with
-  // external inputs (run_device) the caller's device tensors are read in place.
+  // Inputs and outputs get their own buffers (with external inputs, run_device, the caller's
+  // device tensors are read in place); intermediates share one arena laid out by the memory
+  // planner (device_memory_plan).
+  b->memory = device_memory_plan(dims);
+  if (b->memory.plan.arena_bytes > 0)
+    b->arena = DeviceTensor::empty(DType::U8, {b->memory.plan.arena_bytes}, *stream_);
+  std::map<const Value*, int64_t> arena_offset;
+  for (size_t i = 0; i < b->memory.values.size(); ++i) arena_offset[b->memory.values[i]] = b->memory.plan.offsets[i];
   for (const auto& [v, slot] : lowered->slots) {
     if (slot.kind == runtime::BufferSlot::kConstant) continue;
     if (external_inputs && std::find(g.inputs().begin(), g.inputs().end(), v) != g.inputs().end()) continue;
-    b->buffers[v] = DeviceTensor::empty(v->type.dtype, eval_shape(v->type.shape, dims), *stream_);
+    auto at = arena_offset.find(v);
+    b->buffers[v] = at != arena_offset.end() ? b->arena.part(at->second, v->type.dtype, eval_shape(v->type.shape, dims))
+                                             : DeviceTensor::empty(v->type.dtype, eval_shape(v->type.shape, dims), *stream_);
   }
   b->status = DeviceTensor::empty(DType::I32, {1}, *stream_);
   const int sms = CudaDevice::get(options.device).info().multiprocessors;
@@ -274,9 +336,17 @@ CudaExecutable::Binding& CudaExecutable::binding_for_dims(const std::map<std::st
       } else {
         plan.shape.block_x = unsigned(ks.block_threads);  // the kernel's loops stride by exactly this
         plan.shape.shared_bytes = unsigned(ks.shared_bytes);  // its staged rows
-        // Register-row kernels split over a cluster take `cluster` blocks per row.
+        // Register-row kernels split over a cluster take `cluster` blocks per row. As many
+        // clusters as run at once, each taking every G-th row with the next row's loads in flight
+        // while it computes this one; a grid of several waves of clusters gave each only a few rows
+        // to overlap and paid for every wave's start.
         const int64_t c = ks.cluster;
-        plan.shape.grid_x = unsigned(c * std::clamp<int64_t>(points, 1, std::max<int64_t>(1, int64_t(sms) * 32 / c)));
+        int64_t rows_at_once = std::max<int64_t>(1, int64_t(sms) * 32 / c);
+        if (c > 1 && options.row_persistent_clusters) {
+          const int resident = max_active_clusters(plan.fn, ks.block_threads, int(c), unsigned(ks.shared_bytes));
+          if (resident > 0) rows_at_once = resident;
+        }
+        plan.shape.grid_x = unsigned(c * std::clamp<int64_t>(points, 1, rows_at_once));
       }
     }
     b->steps.push_back(std::move(plan));
@@ -488,6 +558,16 @@ std::string CudaExecutable::explain() const {
   os << lowered->schedule.explain();
   os << "\n== Loop IR ==\n";
   for (const auto& k : lowered->kernels) os << lower::print_kernel(k.kernel) << "\n";
+  os << "== device memory ==\n";
+  bool is_static = true;
+  for (const Value* in : lowered->graph->inputs()) is_static &= in->type.is_static();
+  if (is_static) {
+    const DeviceArenaPlan arena = device_memory_plan({});
+    os << arena.values.size() << " intermediates in one " << arena.plan.arena_bytes << "-byte arena ("
+       << arena.plan.naive_bytes << " bytes as one buffer each)\n\n";
+  } else {
+    os << "intermediates planned per binding of the symbolic dims\n\n";
+  }
   os << "== NVRTC ==\ncache key " << stats_.cache_key << (stats_.cache_hit ? " (hit)" : " (miss)") << ", compile "
      << stats_.compile_ms << " ms\n\n== generated CUDA ==\n" << source_;
   return os.str();
@@ -574,6 +654,8 @@ std::shared_ptr<Executable> compile_cuda(const Graph& g, const CudaCompileOption
   emit.registers.max_cluster = device.info().compute_major >= 9 ? std::clamp(options.row_max_cluster, 1, 16) : 1;
   emit.registers.preferred_threads = std::clamp(options.row_preferred_threads, 32, 1024);
   emit.registers.prefetch = options.row_prefetch;
+  emit.registers.fuse_reductions = options.row_fuse_reductions;
+  emit.registers.occupancy_threads = std::clamp(options.row_occupancy_threads, 32, 2048);
   for (const auto& lk : low.kernels) exe->kernel_sources.push_back(codegen::cuda::emit_cuda_kernel(lk.kernel, emit));
   exe->source_ = codegen::cuda::cuda_translation_unit(exe->kernel_sources);
   for (const auto& k : exe->kernel_sources) exe->uses_status_ |= k.source.find(", kiln_status)") != std::string::npos;

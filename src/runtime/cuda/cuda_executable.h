@@ -13,6 +13,7 @@
 
 #include "codegen/cuda/cuda_emitter.h"
 #include "kiln/cuda.h"
+#include "lower/memory_plan.h"
 #include "runtime/cuda/cublaslt_matmul.h"
 #include "runtime/cuda/cuda_module.h"
 #include "runtime/cuda/cuda_stream.h"
@@ -36,6 +37,12 @@ bool cuda_matmul_batch_supported(std::vector<int64_t> a, std::vector<int64_t> b)
 // Rewrites what the GPU has no kernel for into what it has (split -> slices, which are views).
 void prepare_graph_for_cuda(Graph& g);
 
+// The intermediates of one binding in one device arena: plan.offsets[i] is values[i]'s offset.
+struct DeviceArenaPlan {
+  std::vector<const Value*> values;
+  lower::MemoryPlan plan;
+};
+
 class CudaExecutable : public Executable {
  public:
   // Host in, host out: uploads, runs (or replays the captured graph), downloads.
@@ -56,6 +63,8 @@ class CudaExecutable : public Executable {
   // overwrite (fresh buffers from the caching allocator). With `sb`, each step is timed between
   // CUDA events, which waits for the device.
   std::vector<DeviceTensor> run_device(const std::vector<DeviceTensor>& inputs, Scoreboard* sb);
+  // Where the intermediates live for these dims: offsets in one device arena per binding.
+  DeviceArenaPlan device_memory_plan(const std::map<std::string, int64_t>& dims) const;
   // Kernel launches (and library calls) one run queues.
   int launches_per_run() const { return int(lowered->steps.size() - skipped_steps_.size() - host_steps_.size()); }
 

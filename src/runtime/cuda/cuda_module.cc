@@ -42,4 +42,24 @@ int max_active_blocks_per_multiprocessor(CUfunction kernel, int block_threads) {
   return blocks;
 }
 
+int max_active_clusters(CUfunction kernel, int block_threads, int cluster, unsigned shared_bytes) {
+  if (!driver().cuOccupancyMaxActiveClusters) return 0;
+  CUlaunchAttribute attribute{};
+  attribute.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attribute.value.clusterDim.x = unsigned(cluster);
+  attribute.value.clusterDim.y = 1;
+  attribute.value.clusterDim.z = 1;
+  CUlaunchConfig config{};
+  config.gridDimX = unsigned(cluster);
+  config.gridDimY = config.gridDimZ = 1;
+  config.blockDimX = unsigned(block_threads);
+  config.blockDimY = config.blockDimZ = 1;
+  config.sharedMemBytes = shared_bytes;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  int clusters = 0;
+  if (driver().cuOccupancyMaxActiveClusters(&clusters, kernel, &config) != CUDA_SUCCESS) return 0;
+  return clusters;
+}
+
 }  // namespace kiln::cuda

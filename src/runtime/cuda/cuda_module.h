@@ -40,5 +40,8 @@ void allow_non_portable_cluster(CUfunction kernel);
 
 // How many blocks of `block_threads` threads fit on one multiprocessor at once.
 int max_active_blocks_per_multiprocessor(CUfunction kernel, int block_threads);
+// Clusters of `cluster` blocks (the kernel's __cluster_dims__) the device runs at once; 0 when the
+// driver cannot say (before CUDA 12) or the query fails.
+int max_active_clusters(CUfunction kernel, int block_threads, int cluster, unsigned shared_bytes);
 
 }  // namespace kiln::cuda

@@ -31,6 +31,18 @@ DeviceTensor DeviceTensor::reshaped(std::vector<int64_t> shape) const {
   return t;
 }
 
+DeviceTensor DeviceTensor::part(int64_t byte_offset, DType dtype, std::vector<int64_t> shape) const {
+  DeviceTensor t;
+  t.dtype_ = dtype;
+  t.numel_ = numel_of(shape);
+  t.shape_ = std::move(shape);
+  KILN_CHECK(byte_offset >= 0 && byte_offset + int64_t(t.nbytes()) <= int64_t(nbytes()), "device tensor part of ",
+             t.nbytes(), " bytes at ", byte_offset, " lies outside its ", nbytes(), "-byte storage");
+  t.storage_ = storage_;
+  t.offset_ = offset_ + byte_offset;
+  return t;
+}
+
 DeviceTensor DeviceTensor::upload(const HostTensor& host, const Stream& stream) {
   DeviceTensor tensor = empty(host.dtype(), host.shape(), stream);
   tensor.copy_from_host(host, stream);

@@ -30,12 +30,15 @@ class DeviceTensor {
 
   // The same storage read with another shape of the same element count.
   DeviceTensor reshaped(std::vector<int64_t> shape) const;
+  // A tensor of `dtype` and `shape` over this one's bytes from `byte_offset` on, sharing (and
+  // keeping alive) its storage: the memory planner's buffers inside one arena.
+  DeviceTensor part(int64_t byte_offset, DType dtype, std::vector<int64_t> shape) const;
 
   DType dtype() const { return dtype_; }
   const std::vector<int64_t>& shape() const { return shape_; }
   int64_t numel() const { return numel_; }
   std::size_t nbytes() const { return std::size_t(numel_) * std::size_t(dtype_size(dtype_)); }
-  DevicePtr data() const { return storage_ ? storage_->ptr : 0; }
+  DevicePtr data() const { return storage_ ? storage_->ptr + DevicePtr(offset_) : 0; }
   bool defined() const { return storage_ != nullptr || numel_ == 0; }
 
  private:
@@ -47,6 +50,7 @@ class DeviceTensor {
   DType dtype_ = DType::F32;
   std::vector<int64_t> shape_;
   int64_t numel_ = 0;
+  int64_t offset_ = 0;  // bytes into the storage (part())
   std::shared_ptr<Storage> storage_;
 };
 

@@ -33,6 +33,8 @@ LoadedDriver load_driver() {
   if (!loaded.api.name) missing += std::string(missing.empty() ? "" : ", ") + KILN_CU_SYMBOL(name);
   KILN_CUDA_DRIVER_FUNCTIONS(KILN_CU_RESOLVE)
 #undef KILN_CU_RESOLVE
+  loaded.api.cuOccupancyMaxActiveClusters = reinterpret_cast<decltype(&::cuOccupancyMaxActiveClusters)>(
+      dlsym(handle, "cuOccupancyMaxActiveClusters"));
   if (!missing.empty()) {
     loaded.status.message = "the CUDA driver found is too old: it lacks " + missing;
     return loaded;

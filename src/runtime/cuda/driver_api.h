@@ -30,6 +30,8 @@ struct DriverApi {
 #define KILN_CU_MEMBER(name) decltype(&::name) name = nullptr;
   KILN_CUDA_DRIVER_FUNCTIONS(KILN_CU_MEMBER)
 #undef KILN_CU_MEMBER
+  // Optional (CUDA 12+ drivers; null where missing): how many thread-block clusters fit at once.
+  decltype(&::cuOccupancyMaxActiveClusters) cuOccupancyMaxActiveClusters = nullptr;
 };
 
 // What the machine offers, found without throwing. `message` is for people: "no CUDA driver

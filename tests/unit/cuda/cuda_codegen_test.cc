@@ -3,6 +3,8 @@
 // reference interpreter on random inputs at odd sizes in f32/f16/bf16 and skip without a GPU.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <regex>
 #include <set>
 
@@ -82,7 +84,8 @@ TEST(CudaCodegen, SoftmaxIsOneBlockPerRowWithBlockReductions) {
   ASSERT_EQ(low->kernels.size(), 1u);
   auto k = codegen::cuda::emit_cuda_kernel(low->kernels[0].kernel);
   EXPECT_EQ(k.mapping, codegen::cuda::GridMapping::kRowBlock);
-  EXPECT_NE(k.source.find("kiln_block_reduce"), std::string::npos) << k.source;
+  // Max and sum of exp: one fused reduction across the block (register rows, the default).
+  EXPECT_NE(k.source.find("kiln_reduce_max_sum<1, 0>"), std::string::npos) << k.source;
   EXPECT_EQ(k.source.find(" std::"), std::string::npos) << "NVRTC has no std: " << k.source;
   EXPECT_EQ(k.source.find("(std::"), std::string::npos) << "NVRTC has no std: " << k.source;
 }
@@ -160,7 +163,11 @@ TEST(CudaCodegen, RowsAreHeldInRegistersAndLongRowsSplitOverAClusters) {
       << softmax.source;
   EXPECT_EQ(softmax.source.find("p0[4096*i0 + i1]"), std::string::npos) << "every row read is in registers: " << softmax.source;
   EXPECT_NE(softmax.source.find("kiln_keep0[kiln_e] = "), std::string::npos) << "exp is kept: " << softmax.source;
-  EXPECT_NE(softmax.source.find("= kiln_keep0[kiln_e];"), std::string::npos) << softmax.source;
+  // Max and sum are one reduction (kiln_max_sum); the write loop's exp(x - max) is the kept
+  // exp(x - thread max) times the thread's rescale.
+  EXPECT_NE(softmax.source.find("= (kiln_keep0[kiln_e] * kiln_rescale_acc0);"), std::string::npos) << softmax.source;
+  EXPECT_NE(softmax.source.find("kiln_reduce_max_sum<1, 0>(acc0, acc1, kiln_parity)"), std::string::npos) << softmax.source;
+  EXPECT_EQ(softmax.source.find("kiln_block_reduce<float>"), std::string::npos) << "one reduction a row: " << softmax.source;
   EXPECT_NE(softmax.source.find("const float kiln_rcp_"), std::string::npos) << softmax.source;
   EXPECT_EQ(softmax.source.find("if (i1 < kiln_end)"), std::string::npos) << "4096 = 256 x 16: no guard" << softmax.source;
   // f32 output: the division stays a division; 1000 is not a whole number of chunks: guarded.
@@ -172,13 +179,29 @@ TEST(CudaCodegen, RowsAreHeldInRegistersAndLongRowsSplitOverAClusters) {
   EXPECT_NE(norm.source.find("if (i1 < kiln_end)"), std::string::npos) << norm.source;
   EXPECT_EQ(norm.source.find("kiln_rcp_"), std::string::npos) << norm.source;
   EXPECT_NE(norm.source.find("(out)'s part of the row"), std::string::npos) << norm.source;
+  // Mean and variance are one reduction (Chan's parallel variance over per-thread counts).
+  EXPECT_NE(norm.source.find("kiln_reduce_mean_m2<1, 0>(kiln_count_acc0, acc0, acc1, kiln_parity)"), std::string::npos) << norm.source;
+  EXPECT_EQ(norm.source.find("kiln_block_reduce<float>"), std::string::npos) << norm.source;
+  // At 32 elements a thread mean and variance stay two reductions (registers; register_rows.cc).
+  auto long_norm = kernel_of(Op::LayerNorm, DType::BF16, 2, 32768, 16);
+  EXPECT_NE(long_norm.source.find("x 32 elements x 4 blocks"), std::string::npos) << long_norm.source;
+  EXPECT_EQ(long_norm.source.find("kiln_reduce_mean_m2"), std::string::npos) << long_norm.source;
+  // Unfused (row_fuse_reductions off): two float reductions, as before.
+  codegen::cuda::CudaEmitOptions unfused_options;
+  unfused_options.registers.fuse_reductions = false;
+  auto unfused = row_kernel(Op::LayerNorm, DType::F32, 5, 1000, unfused_options, "_unfused");
+  EXPECT_EQ(unfused.source.find("kiln_mean_m2"), std::string::npos) << unfused.source;
+  auto first_reduce = unfused.source.find("kiln_block_reduce<float>");
+  EXPECT_NE(unfused.source.find("kiln_block_reduce<float>", first_reduce + 1), std::string::npos) << unfused.source;
   // 262144 bf16 elements: 8 blocks of 1024 threads x 32 elements, reductions across the cluster.
   auto split = kernel_of(Op::Softmax, DType::BF16, 2, 262144, 8);
   EXPECT_EQ(split.cluster, 8) << split.source;
   EXPECT_NE(split.source.find("__cluster_dims__(8, 1, 1)"), std::string::npos) << split.source;
-  EXPECT_NE(split.source.find("kiln_cluster_reduce<8, float>"), std::string::npos) << split.source;
+  EXPECT_NE(split.source.find("kiln_reduce_max_sum<8, 0>"), std::string::npos) << split.source;
   EXPECT_NE(split.source.find("kiln_row = blockIdx.x / 8"), std::string::npos) << split.source;
-  // Two reductions a row: no barrier at each row's end, one before the blocks leave.
+  // One (fused) reduction a row: its slots alternate row by row, so no barrier at each row's end;
+  // one before the blocks leave.
+  EXPECT_NE(split.source.find("kiln_parity ^= 1;"), std::string::npos) << split.source;
   EXPECT_EQ(split.source.find("kiln_cluster_sync();  // the cluster's reductions"), std::string::npos) << split.source;
   EXPECT_NE(split.source.find("kiln_cluster_sync();  // no block leaves"), std::string::npos) << split.source;
   // Without clusters such a row falls back to the shared-memory path (here: too long to stage).
@@ -186,7 +209,7 @@ TEST(CudaCodegen, RowsAreHeldInRegistersAndLongRowsSplitOverAClusters) {
   EXPECT_EQ(unsplit.cluster, 1);
   EXPECT_EQ(unsplit.source.find("rows in registers"), std::string::npos) << unsplit.source;
   if (!cuda::nvrtc_status().loaded) GTEST_SKIP() << cuda::nvrtc_status().message;
-  std::string source = codegen::cuda::cuda_translation_unit({softmax, f32_softmax, norm, split, unsplit});
+  std::string source = codegen::cuda::cuda_translation_unit({softmax, f32_softmax, norm, long_norm, unfused, split, unsplit});
   EXPECT_NO_THROW(cuda::nvrtc_compile(source, "register_rows.cu", "sm_90", {"--std=c++17", "-diag-suppress=550,177"}));
 }
 
@@ -408,20 +431,53 @@ TEST(CudaCompiled, BiasAndResidualFoldIntoTheMatmulCall) {
   }
 }
 
+// Device memory planning: a chain of matmuls, row kernels and an exact-gelu kernel whose
+// intermediates die one after another shares one arena (smaller than one buffer each, a test of
+// the plan itself), and still matches the interpreter when run directly, captured and replayed
+// with new values — including an epilogue-folded matmul that writes its kernel's output a step
+// early.
+TEST(CudaCompiled, IntermediatesShareTheDeviceArena) {
+  if (!skip_reason().empty()) GTEST_SKIP() << skip_reason();
+  for (DType t : {DType::F32, DType::BF16}) {
+    Graph g("arena");
+    Value* x = g.add_input("x", TensorType{t, {SymInt(37), SymInt(64)}, Device::CPU});
+    Value* w = g.add_input("w", TensorType{t, {SymInt(64), SymInt(64)}, Device::CPU});
+    Value* b = g.add_input("b", TensorType{t, {SymInt(64)}, Device::CPU});
+    Value* h = x;
+    for (int layer = 0; layer < 4; ++layer) {
+      Value* z = g.add(Op::Add, {g.add(Op::MatMul, {h, w}), b});  // bias folded into the matmul
+      Value* a = layer % 2 ? g.add(Op::Gelu, {z}, {{"approximate", std::string("none")}}) : g.add(Op::Softmax, {z});
+      h = g.add(Op::LayerNorm, {a, b, b});
+    }
+    g.set_outputs({h});
+    auto exe = compile_cuda(g, cuda_options());
+    const auto& cx = dynamic_cast<const cuda::CudaExecutable&>(*exe);
+    const lower::MemoryPlan plan = cx.device_memory_plan({}).plan;
+    EXPECT_GT(plan.arena_bytes, 0) << dtype_name(t);
+    EXPECT_LT(plan.arena_bytes, plan.naive_bytes) << dtype_name(t) << "\n" << exe->explain().substr(0, 3000);
+    EXPECT_NE(exe->explain().find("-byte arena"), std::string::npos);
+    std::vector<std::vector<HostTensor>> runs;
+    for (uint64_t r = 0; r < 3; ++r)
+      runs.push_back({HostTensor::random(t, {37, 64}, 80 + r), HostTensor::random(t, {64, 64}, 90 + r, -0.2, 0.2),
+                      HostTensor::random(t, {64}, 95 + r, 0.5, 1.5)});
+    expect_cuda_matches(g, runs, str("arena ", dtype_name(t)));
+  }
+}
+
 // The row forms — register rows (with and without prefetching the next row), register rows split
 // over a cluster of up to 8 or 16 blocks (forced here for long rows by allowing 8 elements a
 // thread), and rows staged in shared memory — against the interpreter, on
 // softmax, log_softmax, layer_norm and a row max, at whole-chunk and odd widths.
 TEST(CudaCompiled, RegisterRowsClusterRowsAndSharedRowsMatchTheInterpreter) {
   if (!skip_reason().empty()) GTEST_SKIP() << skip_reason();
-  struct Variant { const char* name; bool registers; int per_thread; int cluster; bool prefetch; };
+  struct Variant { const char* name; bool registers; int per_thread; int cluster; bool prefetch; bool fuse = true; };
   for (Variant v : {Variant{"registers", true, 32, 1, true}, Variant{"no prefetch", true, 32, 1, false},
                     Variant{"cluster", true, 8, 8, true}, Variant{"cluster16", true, 8, 16, true},
-                    Variant{"shared", false, 32, 1, true}}) {
+                    Variant{"unfused cluster", true, 8, 8, true, false}, Variant{"shared", false, 32, 1, true}}) {
     CudaCompileOptions o = cuda_options();
     o.register_rows = v.registers, o.row_max_per_thread = v.per_thread, o.row_max_cluster = v.cluster;
-    o.row_prefetch = v.prefetch;
-    if (v.cluster == 16) o.row_preferred_threads = 32;  // the smallest blocks: rows split 16 ways
+    o.row_prefetch = v.prefetch, o.row_fuse_reductions = v.fuse;
+    if (v.cluster == 16) o.row_preferred_threads = 32, o.row_max_threads = 512;  // rows split 16 ways
     for (DType t : {DType::F32, DType::BF16, DType::F16}) {
       if (t == DType::F16 && std::string(v.name) != "registers") continue;
       // Every width in one graph: one compile per form and dtype.
@@ -443,6 +499,50 @@ TEST(CudaCompiled, RegisterRowsClusterRowsAndSharedRowsMatchTheInterpreter) {
           runs[r].push_back(HostTensor::random(t, {dims[1]}, 70 + r, 0.5, 1.5));
         }
       expect_cuda_matches(g, runs, str(v.name, " ", dtype_name(t)), o);
+    }
+  }
+}
+
+// Fused row reductions (softmax's max and sum, layer norm's mean and variance as one reduction a
+// row) at the values that break naive versions: rows entirely -inf (NaN out, as unfused), rows
+// with some -inf (masked attention), +inf and NaN elements, rows far below zero, and layer norm
+// rows offset far from zero (Chan's variance keeps the small spread), in one block and split
+// over a cluster, against the interpreter.
+TEST(CudaCompiled, FusedRowReductionsKeepSpecialValuesAndLargeOffsets) {
+  if (!skip_reason().empty()) GTEST_SKIP() << skip_reason();
+  const double inf = std::numeric_limits<double>::infinity();
+  for (int cluster : {1, 8}) {
+    CudaCompileOptions o = cuda_options();
+    o.row_max_cluster = cluster;
+    if (cluster > 1) o.row_max_per_thread = 8, o.row_preferred_threads = 32;
+    for (DType t : {DType::F32, DType::BF16}) {
+      const int64_t rows = 9, cols = 3001;
+      Graph g("special_rows");
+      Value* x = g.add_input("x", TensorType{t, {SymInt(rows), SymInt(cols)}, Device::CPU});
+      Value* big = g.add_input("big", TensorType{t, {SymInt(rows), SymInt(cols)}, Device::CPU});
+      Value* w = g.add_input("w", TensorType{t, {SymInt(cols)}, Device::CPU});
+      g.set_outputs({g.add(Op::Softmax, {x}), g.add(Op::LogSoftmax, {x}), g.add(Op::LayerNorm, {big, w, w})});
+      std::vector<std::vector<HostTensor>> runs;
+      for (uint64_t r = 0; r < 2; ++r) {
+        HostTensor xs = HostTensor::random(t, {rows, cols}, 500 + r, -4, 4);
+        for (int64_t j = 0; j < cols; ++j) {
+          xs.set_f64(0 * cols + j, -inf);                          // every element -inf
+          if (j % 3 != 1) xs.set_f64(1 * cols + j, -inf);          // masked: a third survives
+          if (j < cols / 2 + 7) xs.set_f64(2 * cols + j, -inf);    // the first blocks see only -inf
+          xs.set_f64(3 * cols + j, -1000 + double(j % 17) / 4);    // far below zero
+        }
+        xs.set_f64(4 * cols + 1234, inf);
+        xs.set_f64(5 * cols + 17, std::nan(""));
+        xs.set_f64(6 * cols + cols - 1, 80);  // one large element at the row's end
+        HostTensor bigs = HostTensor::random(t, {rows, cols}, 600 + r, -1, 1);
+        // Far from zero in f32 (a sum of squares there loses ~4 of f32's 7 digits to cancellation;
+        // much further and x - mean itself is ill-conditioned); bf16 cannot hold a small spread
+        // there (the reference rounds the mean to bf16), so its rows stay near zero.
+        if (t == DType::F32)
+          for (int64_t i = 0; i < rows * cols; ++i) bigs.set_f64(i, bigs.get_f64(i) + 100);
+        runs.push_back({xs, bigs, HostTensor::random(t, {cols}, 700 + r, 0.5, 1.5)});
+      }
+      expect_cuda_matches(g, runs, str("fused rows, cluster ", cluster, " ", dtype_name(t)), o);
     }
   }
 }
