@@ -164,15 +164,15 @@ struct Printer {
     const int site = fused_sites_++;
     line(depth, "{");
     if (f.kind == FusedReduction::kMaxExpSum) {
-      line(depth + 1, str("const kiln_max_sum kiln_f = kiln_reduce_max_sum<", staging.cluster, ", ", site, ">(", f.first,
-                          ", ", f.second, ", kiln_parity);"));
+      line(depth + 1, str("const kiln_max_sum kiln_f = kiln_reduce_fused<", staging.cluster, ", ", site, ">(kiln_max_sum{",
+                          f.first, ", ", f.second, "}, kiln_parity);"));
       // Unfused, a row whose max is -inf sums exp(-inf - -inf) = NaN; so does this.
       line(depth + 1, str(f.first, " = kiln_f.m;"));
       line(depth + 1, str(f.second, " = kiln_f.m == -kstd::numeric_limits<float>::infinity() ? ",
                           "kstd::numeric_limits<float>::quiet_NaN() : kiln_f.s;"));
     } else {
-      line(depth + 1, str("const kiln_mean_m2 kiln_f = kiln_reduce_mean_m2<", staging.cluster, ", ", site, ">(", f.count,
-                          ", ", f.first, ", ", f.second, ", kiln_parity);"));
+      line(depth + 1, str("const kiln_mean_m2 kiln_f = kiln_reduce_fused<", staging.cluster, ", ", site, ">(kiln_mean_m2{",
+                          f.count, ", ", f.first, ", ", f.second, "}, kiln_parity);"));
       line(depth + 1, str(f.count, " = kiln_f.n;"));
       line(depth + 1, str(f.first, " = kiln_f.s;"));
       line(depth + 1, str(f.second, " = kiln_f.m2;"));

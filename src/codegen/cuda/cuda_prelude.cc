@@ -412,31 +412,11 @@ __device__ inline float kiln_shift_of(float m) { return m == -kstd::numeric_limi
 __device__ inline float kiln_sum_rescaled(float m, float s, float to) {
   return m == -kstd::numeric_limits<float>::infinity() ? 0.0f : s * kstd::exp(m - kiln_shift_of(to));
 }
-__device__ inline kiln_max_sum kiln_warp_max_sum(kiln_max_sum p) {
+__device__ inline kiln_max_sum kiln_warp_fold(kiln_max_sum p) {
   const float m = kiln_warp_max(p.m);
   return {m, kiln_warp_sum(kiln_sum_rescaled(p.m, p.s, m))};
 }
-template <int kCluster, int kSite> __device__ inline kiln_max_sum kiln_reduce_max_sum(float m, float s, int parity) {
-  __shared__ kiln_max_sum kiln_warps[2][32];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-  const kiln_max_sum none = {-kstd::numeric_limits<float>::infinity(), 0.0f};
-  kiln_max_sum p = kiln_warp_max_sum({m, s});
-  if (lane == 0) kiln_warps[parity & 1][warp] = p;
-  __syncthreads();
-  p = kiln_warp_max_sum(lane < warps ? kiln_warps[parity & 1][lane] : none);
-  if constexpr (kCluster > 1) {
-    __shared__ kiln_max_sum kiln_block[2];
-    if (threadIdx.x == 0) kiln_block[parity & 1] = p;
-    kiln_cluster_sync();
-    kiln_max_sum q = none;
-    if (lane < kCluster) {
-      const unsigned a = kiln_cluster_address(&kiln_block[parity & 1], lane);
-      q = {kiln_cluster_load(a), kiln_cluster_load(a + 4)};
-    }
-    p = kiln_warp_max_sum(q);
-  }
-  return p;
-}
+__device__ inline kiln_max_sum kiln_fold_identity(kiln_max_sum) { return {-kstd::numeric_limits<float>::infinity(), 0.0f}; }
 
 // Layer norm: a part's element count n, sum s and sum m2 of squared distances to its mean s / n,
 // combined by Chan et al.'s rule (the parts' m2 plus each part's n (mean_part - mean)^2): no
@@ -447,28 +427,32 @@ __device__ inline float kiln_m2_about(kiln_mean_m2 p, float centre) {
   const float d = p.s / p.n - centre;
   return p.m2 + p.n * d * d;
 }
-__device__ inline kiln_mean_m2 kiln_warp_mean_m2(kiln_mean_m2 p) {
+__device__ inline kiln_mean_m2 kiln_warp_fold(kiln_mean_m2 p) {
   const float n = kiln_warp_sum(p.n), s = kiln_warp_sum(p.s);
   return {n, s, kiln_warp_sum(kiln_m2_about(p, n == 0.0f ? 0.0f : s / n))};
 }
-template <int kCluster, int kSite> __device__ inline kiln_mean_m2 kiln_reduce_mean_m2(float n, float s, float m2, int parity) {
-  __shared__ kiln_mean_m2 kiln_warps[2][32];
+__device__ inline kiln_mean_m2 kiln_fold_identity(kiln_mean_m2) { return {0.0f, 0.0f, 0.0f}; }
+
+// P: kiln_max_sum or kiln_mean_m2 (a struct of floats).
+template <int kCluster, int kSite, typename P> __device__ inline P kiln_reduce_fused(P p, int parity) {
+  __shared__ P kiln_warps[2][32];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-  const kiln_mean_m2 none = {0.0f, 0.0f, 0.0f};
-  kiln_mean_m2 p = kiln_warp_mean_m2({n, s, m2});
+  p = kiln_warp_fold(p);
   if (lane == 0) kiln_warps[parity & 1][warp] = p;
   __syncthreads();
-  p = kiln_warp_mean_m2(lane < warps ? kiln_warps[parity & 1][lane] : none);
+  p = kiln_warp_fold(lane < warps ? kiln_warps[parity & 1][lane] : kiln_fold_identity(p));
   if constexpr (kCluster > 1) {
-    __shared__ kiln_mean_m2 kiln_block[2];
+    __shared__ P kiln_block[2];
     if (threadIdx.x == 0) kiln_block[parity & 1] = p;
     kiln_cluster_sync();
-    kiln_mean_m2 q = none;
+    P q = kiln_fold_identity(p);
     if (lane < kCluster) {
       const unsigned a = kiln_cluster_address(&kiln_block[parity & 1], lane);
-      q = {kiln_cluster_load(a), kiln_cluster_load(a + 4), kiln_cluster_load(a + 8)};
+      float* words = reinterpret_cast<float*>(&q);
+#pragma unroll
+      for (int i = 0; i < int(sizeof(P) / 4); ++i) words[i] = kiln_cluster_load(a + 4 * i);
     }
-    p = kiln_warp_mean_m2(q);
+    p = kiln_warp_fold(q);
   }
   return p;
 }

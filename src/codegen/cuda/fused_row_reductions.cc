@@ -49,18 +49,9 @@ bool is_op(const ScalarPtr& s, Op op, size_t args) { return s && s->kind == Scal
 bool same(const ScalarPtr& a, const ScalarPtr& b) { return a && b && c_scalar_expression(*a) == c_scalar_expression(*b); }
 
 ScalarPtr renamed(const ScalarPtr& s, const std::string& from, const std::string& to) {
-  if (!s) return s;
-  if (s->kind == Scalar::kRef) return s->name == from ? Scalar::ref(s->dtype, to) : s;
-  std::vector<ScalarPtr> args;
-  bool changed = false;
-  for (const auto& a : s->args) {
-    args.push_back(renamed(a, from, to));
-    changed |= args.back() != a;
-  }
-  if (!changed) return s;
-  auto copy = std::make_shared<Scalar>(*s);
-  copy->args = std::move(args);
-  return copy;
+  return rebuild_scalar(s, [&](const Scalar& x) -> ScalarPtr {
+    return x.kind == Scalar::kRef && x.name == from ? Scalar::ref(x.dtype, to) : nullptr;
+  });
 }
 
 ScalarPtr f32(double v) { return Scalar::constant(DType::F32, v); }

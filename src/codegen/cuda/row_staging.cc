@@ -53,21 +53,10 @@ void mark_touched(const std::vector<Stmt>& body, Map& acc) {
 }
 
 ScalarPtr redirect(const ScalarPtr& s, const std::set<int>& staged, const std::string& var) {
-  if (!s) return s;
-  if (s->kind == Scalar::kLoad) {
-    if (!staged.count(s->param)) return s;
-    return Scalar::load(s->dtype, kStagedParamBase + s->param, Index::symbol(var));
-  }
-  bool changed = false;
-  std::vector<ScalarPtr> args;
-  for (const auto& a : s->args) {
-    args.push_back(redirect(a, staged, var));
-    changed |= args.back() != a;
-  }
-  if (!changed) return s;
-  auto copy = std::make_shared<Scalar>(*s);
-  copy->args = std::move(args);
-  return copy;
+  return rebuild_scalar(s, [&](const Scalar& x) -> ScalarPtr {
+    if (x.kind != Scalar::kLoad || !staged.count(x.param)) return nullptr;
+    return Scalar::load(x.dtype, kStagedParamBase + x.param, Index::symbol(var));
+  });
 }
 
 int64_t round16(int64_t bytes) { return (bytes + 15) / 16 * 16; }
@@ -113,6 +102,21 @@ Expanded expand(const ScalarPtr& s, const std::map<std::string, Expanded>& lets)
   }
   e.value = Scalar::apply(s->op, s->dtype, s->attrs, std::move(args));
   return e;
+}
+
+ScalarPtr rebuild_scalar(const ScalarPtr& s, const std::function<ScalarPtr(const Scalar&)>& replace) {
+  if (!s) return s;
+  if (ScalarPtr r = replace(*s)) return r;
+  bool changed = false;
+  std::vector<ScalarPtr> args;
+  for (const auto& a : s->args) {
+    args.push_back(rebuild_scalar(a, replace));
+    changed |= args.back() != a;
+  }
+  if (!changed) return s;
+  auto copy = std::make_shared<Scalar>(*s);
+  copy->args = std::move(args);
+  return copy;
 }
 
 void visit_loads(const ScalarPtr& s, const std::function<void(const Scalar&)>& fn) {

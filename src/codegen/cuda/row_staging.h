@@ -134,6 +134,10 @@ RowStaging plan_register_rows(const std::vector<lower::Stmt>& row_body, const st
 // match the pattern exactly are left alone, and mean/variance pairs unless `mean_squares`.
 std::vector<FusedReduction> fuse_row_reductions(std::vector<lower::Stmt>& body, bool mean_squares);
 
+// The scalar tree s with every node for which `replace` returns non-null replaced by that (its
+// arguments not visited); the nodes above a replacement are copied, the rest shared.
+lower::ScalarPtr rebuild_scalar(const lower::ScalarPtr& s,
+                                const std::function<lower::ScalarPtr(const lower::Scalar&)>& replace);
 // Calls fn on every load in the scalar tree s.
 void visit_loads(const lower::ScalarPtr& s, const std::function<void(const lower::Scalar&)>& fn);
 // A loop the planners can stage: constant extent, no loop inside.

@@ -85,7 +85,7 @@ TEST(CudaCodegen, SoftmaxIsOneBlockPerRowWithBlockReductions) {
   auto k = codegen::cuda::emit_cuda_kernel(low->kernels[0].kernel);
   EXPECT_EQ(k.mapping, codegen::cuda::GridMapping::kRowBlock);
   // Max and sum of exp: one fused reduction across the block (register rows, the default).
-  EXPECT_NE(k.source.find("kiln_reduce_max_sum<1, 0>"), std::string::npos) << k.source;
+  EXPECT_NE(k.source.find("kiln_reduce_fused<1, 0>(kiln_max_sum{"), std::string::npos) << k.source;
   EXPECT_EQ(k.source.find(" std::"), std::string::npos) << "NVRTC has no std: " << k.source;
   EXPECT_EQ(k.source.find("(std::"), std::string::npos) << "NVRTC has no std: " << k.source;
 }
@@ -166,7 +166,7 @@ TEST(CudaCodegen, RowsAreHeldInRegistersAndLongRowsSplitOverAClusters) {
   // Max and sum are one reduction (kiln_max_sum); the write loop's exp(x - max) is the kept
   // exp(x - thread max) times the thread's rescale.
   EXPECT_NE(softmax.source.find("= (kiln_keep0[kiln_e] * kiln_rescale_acc0);"), std::string::npos) << softmax.source;
-  EXPECT_NE(softmax.source.find("kiln_reduce_max_sum<1, 0>(acc0, acc1, kiln_parity)"), std::string::npos) << softmax.source;
+  EXPECT_NE(softmax.source.find("kiln_reduce_fused<1, 0>(kiln_max_sum{acc0, acc1}, kiln_parity)"), std::string::npos) << softmax.source;
   EXPECT_EQ(softmax.source.find("kiln_block_reduce<float>"), std::string::npos) << "one reduction a row: " << softmax.source;
   EXPECT_NE(softmax.source.find("const float kiln_rcp_"), std::string::npos) << softmax.source;
   EXPECT_EQ(softmax.source.find("if (i1 < kiln_end)"), std::string::npos) << "4096 = 256 x 16: no guard" << softmax.source;
@@ -180,12 +180,12 @@ TEST(CudaCodegen, RowsAreHeldInRegistersAndLongRowsSplitOverAClusters) {
   EXPECT_EQ(norm.source.find("kiln_rcp_"), std::string::npos) << norm.source;
   EXPECT_NE(norm.source.find("(out)'s part of the row"), std::string::npos) << norm.source;
   // Mean and variance are one reduction (Chan's parallel variance over per-thread counts).
-  EXPECT_NE(norm.source.find("kiln_reduce_mean_m2<1, 0>(kiln_count_acc0, acc0, acc1, kiln_parity)"), std::string::npos) << norm.source;
+  EXPECT_NE(norm.source.find("kiln_reduce_fused<1, 0>(kiln_mean_m2{kiln_count_acc0, acc0, acc1}, kiln_parity)"), std::string::npos) << norm.source;
   EXPECT_EQ(norm.source.find("kiln_block_reduce<float>"), std::string::npos) << norm.source;
   // At 32 elements a thread mean and variance stay two reductions (registers; register_rows.cc).
   auto long_norm = kernel_of(Op::LayerNorm, DType::BF16, 2, 32768, 16);
   EXPECT_NE(long_norm.source.find("x 32 elements x 4 blocks"), std::string::npos) << long_norm.source;
-  EXPECT_EQ(long_norm.source.find("kiln_reduce_mean_m2"), std::string::npos) << long_norm.source;
+  EXPECT_EQ(long_norm.source.find("kiln_mean_m2{"), std::string::npos) << long_norm.source;
   // Unfused (row_fuse_reductions off): two float reductions, as before.
   codegen::cuda::CudaEmitOptions unfused_options;
   unfused_options.registers.fuse_reductions = false;
@@ -197,7 +197,7 @@ TEST(CudaCodegen, RowsAreHeldInRegistersAndLongRowsSplitOverAClusters) {
   auto split = kernel_of(Op::Softmax, DType::BF16, 2, 262144, 8);
   EXPECT_EQ(split.cluster, 8) << split.source;
   EXPECT_NE(split.source.find("__cluster_dims__(8, 1, 1)"), std::string::npos) << split.source;
-  EXPECT_NE(split.source.find("kiln_reduce_max_sum<8, 0>"), std::string::npos) << split.source;
+  EXPECT_NE(split.source.find("kiln_reduce_fused<8, 0>(kiln_max_sum{"), std::string::npos) << split.source;
   EXPECT_NE(split.source.find("kiln_row = blockIdx.x / 8"), std::string::npos) << split.source;
   // One (fused) reduction a row: its slots alternate row by row, so no barrier at each row's end;
   // one before the blocks leave.
