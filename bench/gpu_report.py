@@ -71,6 +71,7 @@ row_forms = [(key, v) for key, v in k.items() if "@" in key]
 if row_forms:
     w("")
     w("### Row kernels in each form (docs/cuda.md): the default; softmax's and layer norm's two reductions unfused; "
+      "weights read and outputs stored an element at a time / after the loops instead of a chunk at a time; "
       "without prefetching the next row; clusters launched in waves instead of as many as fit at once; "
       "launch bounds for 768 threads a multiprocessor (80 registers a thread); "
       "blocks up to 512 and up to 1024 threads before clusters; clusters of at most 8; registers for the row arrays only (no kept "
@@ -80,7 +81,7 @@ if row_forms:
     w("|---|---|---|---|---|---|")
     for shape in ("32768x4096", "4096x32768", "512x262144", "1024x4096"):
         for name in ("softmax", "layernorm"):
-            for suffix in ("", "@unfused", "@noprefetch", "@waves", "@occ768", "@threads512", "@threads1024", "@cluster8",
+            for suffix in ("", "@unfused", "@unchunked", "@noprefetch", "@waves", "@occ768", "@threads512", "@threads1024", "@cluster8",
                            "@words16", "@shared"):
                 v = k.get(f"{name}_{shape}{suffix}")
                 if v:

@@ -35,6 +35,9 @@ struct CudaCompileOptions {
   // Row kernels split over clusters launch as many clusters as fit at once, each taking many rows
   // (off: up to 32 rows a multiprocessor's worth of clusters, in waves).
   bool row_persistent_clusters = true;
+  // Weights that do not stay in registers are read, and outputs written, a 16-byte chunk at a time
+  // inside the row loops (docs/cuda.md).
+  bool row_chunks = true;
   // 32-bit registers a thread may spend on row arrays, kept values and weights (row_staging.h).
   int row_register_words = 48;
   // Pointwise kernels take up to 16 bytes of consecutive points per thread, moving contiguous

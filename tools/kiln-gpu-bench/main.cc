@@ -86,11 +86,13 @@ struct RowVariant {
   int max_per_thread = 32;
   int occupancy_threads = 1024;  // 768: 80 registers a thread
   bool persistent = true;        // false: clusters launched in waves
+  bool chunks = true;            // false: weights an element at a time, outputs stored after the loops
 };
 const RowVariant kRowVariants[] = {
     {""},
     {"@unfused", true, 256, 16, true, 48, false},
     {"@noprefetch", true, 256, 16, false},
+    {"@unchunked", true, 256, 16, true, 48, true, 32, 1024, true, false},
     {"@waves", true, 256, 16, true, 48, true, 32, 1024, false},
     {"@occ768", true, 256, 16, true, 48, true, 32, 768},
     {"@threads512", true, 512, 16, true},
@@ -128,6 +130,7 @@ void rows(Results& r, bool quick) {
         o.row_max_per_thread = v.max_per_thread;
         o.row_occupancy_threads = v.occupancy_threads;
         o.row_persistent_clusters = v.persistent;
+        o.row_chunks = v.chunks;
         auto exe = compile_cuda(g, o);
         auto& cx = as_cuda(exe);
         cx.bind(in);

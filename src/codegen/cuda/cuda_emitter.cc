@@ -198,6 +198,15 @@ struct Printer {
       line(depth + 1, str("if (", st.var, " < kiln_end) {"));
       ++inner;
     }
+    for (const StagedBuffer& b : staging.chunked) {
+      bool read = false;
+      for (const Stmt& leaf : st.body)
+        visit_loads(leaf.value, [&](const lower::Scalar& l) { read |= l.param == kStagedParamBase + b.param; });
+      if (read)
+        line(inner, str("if (kiln_e % ", staging.vector, " == 0) kiln_load_chunk<", staging.vector, ">(p",
+                        kStagedParamBase + b.param, ", kiln_e, p", b.param, " + (", c_index_expression(b.base), ") + ",
+                        st.var, ");"));
+    }
     for (const Stmt& leaf : st.body) {
       if (staging.fast_exp) fast_exp_ = true;
       emit_leaf(leaf, inner, false);
@@ -205,6 +214,17 @@ struct Printer {
       if (leaf.kind != Stmt::kLet) continue;
       for (const KeptValue& kv : staging.kept)
         if (kv.let == leaf.name) line(inner, str(kv.array, "[kiln_e] = ", leaf.name, ";"));
+    }
+    if (staging.chunked_stores) {
+      for (const StagedBuffer& b : staging.buffers) {
+        if (!b.is_output) continue;
+        bool stored = false;
+        for (const Stmt& leaf : st.body) stored |= leaf.kind == Stmt::kStore && leaf.param == kStagedParamBase + b.param;
+        if (stored)
+          line(inner, str("if (kiln_e % ", staging.vector, " == ", staging.vector - 1, ") kiln_store_chunk<", staging.vector,
+                          ">(p", b.param, " + (", c_index_expression(b.base), ") + (", st.var, " - ", staging.vector - 1,
+                          "), p", kStagedParamBase + b.param, ", kiln_e - ", staging.vector - 1, ");"));
+      }
     }
     if (!exact) line(depth + 1, "}");
     line(depth, "}");
@@ -276,6 +296,9 @@ struct Printer {
       if (!b.is_output) line(depth, load_regs(staging, b, str("p", kStagedParamBase + b.param), b.base));
     }
     if (row_invariant) return;
+    for (const StagedBuffer& b : staging.chunked)
+      line(depth, str("__align__(16) ", c_storage_type(b.dtype), " p", kStagedParamBase + b.param, "[", staging.per_thread,
+                      "];  // p", b.param, ", the same for every row, read a chunk at a time"));
     for (const KeptValue& kv : staging.kept)
       line(depth, str(ct(kv.dtype), " ", kv.array, "[", staging.per_thread, "];  // ", kv.let, " of every element"));
   }
@@ -330,6 +353,7 @@ struct Printer {
   }
 
   void emit_register_stores(const RowStaging& staging, int depth) {
+    if (staging.chunked_stores) return;  // stored chunk by chunk inside the loops
     for (const StagedBuffer& b : staging.buffers)
       if (b.is_output)
         line(depth, str("kiln_store_regs<kiln_block, ", staging.vector, ">(p", b.param, " + (", c_index_expression(b.base),

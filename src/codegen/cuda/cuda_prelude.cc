@@ -309,6 +309,10 @@ template <typename T, int kV> __device__ inline void kiln_load_vec(T (&r)[kV], c
     for (int v = 0; v < kV; ++v) r[v] = src[v];
   }
 }
+// Elements [first, first + kV) of a register array from src (register rows' chunked weights).
+template <int kV, typename T, int kN> __device__ inline void kiln_load_chunk(T (&r)[kN], int first, const T* __restrict__ src) {
+  kiln_load_vec(*reinterpret_cast<T(*)[kV]>(&r[first]), src);
+}
 template <typename T, int kV> __device__ inline void kiln_store_vec(T* __restrict__ dst, const T (&r)[kV]) {
   using V = kiln_vec_bytes<kV * int(sizeof(T))>;
   if ((reinterpret_cast<unsigned long long>(dst) % sizeof(V)) == 0) {
@@ -317,6 +321,11 @@ template <typename T, int kV> __device__ inline void kiln_store_vec(T* __restric
 #pragma unroll
     for (int v = 0; v < kV; ++v) dst[v] = r[v];
   }
+}
+
+// Elements [first, first + kV) of a register array to dst (register rows' chunked stores).
+template <int kV, typename T, int kN> __device__ inline void kiln_store_chunk(T* __restrict__ dst, const T (&r)[kN], int first) {
+  kiln_store_vec(dst, *reinterpret_cast<const T(*)[kV]>(&r[first]));
 }
 
 // Thread-block clusters (sm_90): a row split over kCluster blocks combines each block's reduced

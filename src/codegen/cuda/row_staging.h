@@ -90,6 +90,15 @@ struct RowStaging {
   bool prefetch = false;       // per-row inputs of the next row are loaded before this row's loops
   bool fast_exp = false;       // every stored value is a 16-bit float: exp via ex2.approx (kiln_exp16)
   std::vector<FusedReduction> fused;
+  // Row-invariant buffers (layer norm's weights) that do not stay in registers — no room, or the
+  // row is split over a cluster — read one 16-byte chunk at a time inside the loops that use them
+  // (`p<1000 + param>[kiln_e]`, loaded where kiln_e starts a chunk): one vector load per chunk
+  // instead of one 2-byte load per element. Only where no chunk straddles the row's end.
+  std::vector<StagedBuffer> chunked;
+  // With chunked weights, outputs are stored a chunk at a time as the loop completes each chunk,
+  // instead of all at once after the loops: a chunk's registers are free as soon as it is written
+  // (32 elements a thread otherwise held the whole output row live, and the weights' chunks spilled).
+  bool chunked_stores = false;
   bool any_per_row() const {
     for (const auto& b : buffers)
       if (!b.row_invariant) return true;
@@ -119,6 +128,7 @@ struct RegisterRowOptions {
   // Threads a multiprocessor should hold at once (the launch bounds' minimum blocks); 1024 leaves
   // 64 registers a thread, 768 leaves 80.
   int occupancy_threads = 1024;
+  bool chunks = true;  // chunked weights and stores (RowStaging::chunked, chunked_stores)
 };
 
 // Plans register rows (see RowStaging::in_registers) for a row body whose loops are all simple

@@ -656,6 +656,7 @@ std::shared_ptr<Executable> compile_cuda(const Graph& g, const CudaCompileOption
   emit.registers.prefetch = options.row_prefetch;
   emit.registers.fuse_reductions = options.row_fuse_reductions;
   emit.registers.occupancy_threads = std::clamp(options.row_occupancy_threads, 32, 2048);
+  emit.registers.chunks = options.row_chunks;
   for (const auto& lk : low.kernels) exe->kernel_sources.push_back(codegen::cuda::emit_cuda_kernel(lk.kernel, emit));
   exe->source_ = codegen::cuda::cuda_translation_unit(exe->kernel_sources);
   for (const auto& k : exe->kernel_sources) exe->uses_status_ |= k.source.find(", kiln_status)") != std::string::npos;

@@ -186,6 +186,15 @@ TEST(CudaCodegen, RowsAreHeldInRegistersAndLongRowsSplitOverAClusters) {
   auto long_norm = kernel_of(Op::LayerNorm, DType::BF16, 2, 32768, 16);
   EXPECT_NE(long_norm.source.find("x 32 elements x 4 blocks"), std::string::npos) << long_norm.source;
   EXPECT_EQ(long_norm.source.find("kiln_mean_m2{"), std::string::npos) << long_norm.source;
+  // Split over a cluster, its weights are read a 16-byte chunk at a time in the write loop, and
+  // the output stored a chunk at a time (registers for the weights' chunks).
+  EXPECT_NE(long_norm.source.find("if (kiln_e % 8 == 0) kiln_load_chunk<8>(p1001, kiln_e, p1 + (0) + i1);"),
+            std::string::npos)
+      << long_norm.source;
+  EXPECT_NE(long_norm.source.find("if (kiln_e % 8 == 7) kiln_store_chunk<8>(p2 + (32768*i0) + (i1 - 7), p1002, kiln_e - 7);"),
+            std::string::npos)
+      << long_norm.source;
+  EXPECT_EQ(long_norm.source.find("kiln_store_regs"), std::string::npos) << long_norm.source;
   // Unfused (row_fuse_reductions off): two float reductions, as before.
   codegen::cuda::CudaEmitOptions unfused_options;
   unfused_options.registers.fuse_reductions = false;
@@ -470,13 +479,16 @@ TEST(CudaCompiled, IntermediatesShareTheDeviceArena) {
 // softmax, log_softmax, layer_norm and a row max, at whole-chunk and odd widths.
 TEST(CudaCompiled, RegisterRowsClusterRowsAndSharedRowsMatchTheInterpreter) {
   if (!skip_reason().empty()) GTEST_SKIP() << skip_reason();
-  struct Variant { const char* name; bool registers; int per_thread; int cluster; bool prefetch; bool fuse = true; };
+  struct Variant {
+    const char* name; bool registers; int per_thread; int cluster; bool prefetch; bool fuse = true; bool chunks = true;
+  };
   for (Variant v : {Variant{"registers", true, 32, 1, true}, Variant{"no prefetch", true, 32, 1, false},
                     Variant{"cluster", true, 8, 8, true}, Variant{"cluster16", true, 8, 16, true},
-                    Variant{"unfused cluster", true, 8, 8, true, false}, Variant{"shared", false, 32, 1, true}}) {
+                    Variant{"unfused cluster", true, 8, 8, true, false},
+                    Variant{"unchunked cluster", true, 8, 8, true, true, false}, Variant{"shared", false, 32, 1, true}}) {
     CudaCompileOptions o = cuda_options();
     o.register_rows = v.registers, o.row_max_per_thread = v.per_thread, o.row_max_cluster = v.cluster;
-    o.row_prefetch = v.prefetch, o.row_fuse_reductions = v.fuse;
+    o.row_prefetch = v.prefetch, o.row_fuse_reductions = v.fuse, o.row_chunks = v.chunks;
     if (v.cluster == 16) o.row_preferred_threads = 32, o.row_max_threads = 512;  // rows split 16 ways
     for (DType t : {DType::F32, DType::BF16, DType::F16}) {
       if (t == DType::F16 && std::string(v.name) != "registers") continue;
