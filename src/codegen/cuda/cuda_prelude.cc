@@ -220,13 +220,12 @@ template <typename T> __device__ inline T kiln_shfl_xor(T v, int lane_mask) {
 // writes the other half of the partials than the call before it, whose readers may still be
 // reading, so one __syncthreads a call suffices (the previous call's barrier ordered the one
 // before it).
-struct __align__(16) kiln_slot16 { unsigned int w[4]; };
 template <typename T, typename F> __device__ inline T kiln_block_reduce(T v, F combine, int parity) {
-  static_assert(sizeof(T) <= 16, "block reductions move at most 16 bytes");
-  __shared__ kiln_slot16 kiln_partials[2][32];
+  static_assert(sizeof(T) <= 8, "block reductions move at most 8 bytes");
+  __shared__ unsigned long long kiln_partials[2][32];
   for (int o = 16; o > 0; o >>= 1) v = combine(v, kiln_shfl_xor(v, o));
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-  kiln_slot16* const slots = kiln_partials[parity & 1];
+  unsigned long long* const slots = kiln_partials[parity & 1];
   if (lane == 0) kiln_copy_bytes(&slots[warp], &v, sizeof(T));
   __syncthreads();
   T r;
@@ -344,26 +343,40 @@ __device__ inline void kiln_cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
 #endif
 }
+// The address of `local` (this block's shared memory) in block `rank` of the cluster.
+__device__ inline unsigned kiln_cluster_address(const void* local, int rank) {
+  unsigned a = 0;
+#if __CUDA_ARCH__ >= 900
+  asm volatile("{ .reg .u64 g; cvta.to.shared.u64 g, %1; cvt.u32.u64 %0, g; }" : "=r"(a) : "l"(local));
+  asm volatile("mapa.shared::cluster.u32 %0, %0, %1;" : "+r"(a) : "r"(rank));
+#endif
+  return a;
+}
+__device__ inline float kiln_cluster_load(unsigned address) {
+  float v = 0.0f;
+#if __CUDA_ARCH__ >= 900
+  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(address));
+#endif
+  return v;
+}
+
 template <int kCluster, typename T, typename F> __device__ inline T kiln_cluster_reduce(T v, F combine, int parity) {
 #if __CUDA_ARCH__ >= 900
-  static_assert(sizeof(T) % 4 == 0 && sizeof(T) <= 16, "cluster reductions move 4-byte words, at most 16 bytes");
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "cluster reductions move 4- or 8-byte values");
   constexpr int kWords = int(sizeof(T) / 4);
   // One pair of slots per call site (F is the site's lambda); the row's parity picks the slot, so
   // a block may write this row's value while another block still reads its previous row's (the
   // barrier of this call orders it after every read of the row before that).
-  __shared__ kiln_slot16 kiln_mine[2];
+  __shared__ unsigned long long kiln_mine[2];
   if (threadIdx.x == 0) kiln_copy_bytes(&kiln_mine[parity & 1], &v, sizeof(T));
   kiln_cluster_sync();
-  unsigned local;
-  asm volatile("{ .reg .u64 g; cvta.to.shared.u64 g, %1; cvt.u32.u64 %0, g; }" : "=r"(local) : "l"(&kiln_mine[parity & 1]));
   // Every block's value is requested before any is used: the remote loads overlap.
   unsigned bits[kCluster][kWords];
 #pragma unroll
   for (int b = 0; b < kCluster; ++b) {
-    unsigned remote;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(b));
+    const unsigned remote = kiln_cluster_address(&kiln_mine[parity & 1], b);
 #pragma unroll
-    for (int w = 0; w < kWords; ++w) asm volatile("ld.shared::cluster.b32 %0, [%1];" : "=r"(bits[b][w]) : "r"(remote + 4 * w));
+    for (int w = 0; w < kWords; ++w) bits[b][w] = __float_as_uint(kiln_cluster_load(remote + 4 * w));
   }
   T r;
   kiln_copy_bytes(&r, bits[0], sizeof(T));
@@ -396,23 +409,6 @@ __device__ inline float kiln_warp_sum(float v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
 }
-// The address of `local` (this block's shared memory) in block `rank` of the cluster.
-__device__ inline unsigned kiln_cluster_address(const void* local, int rank) {
-  unsigned a = 0;
-#if __CUDA_ARCH__ >= 900
-  asm volatile("{ .reg .u64 g; cvta.to.shared.u64 g, %1; cvt.u32.u64 %0, g; }" : "=r"(a) : "l"(local));
-  asm volatile("mapa.shared::cluster.u32 %0, %0, %1;" : "+r"(a) : "r"(rank));
-#endif
-  return a;
-}
-__device__ inline float kiln_cluster_load(unsigned address) {
-  float v = 0.0f;
-#if __CUDA_ARCH__ >= 900
-  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(address));
-#endif
-  return v;
-}
-
 // Softmax: a part's max m and the sum s of exp(x - shift(m)) over it, shift(m) being m, or 0 when
 // m is -inf (its elements are all -inf and every term exp(-inf) = 0).
 struct kiln_max_sum { float m, s; };
