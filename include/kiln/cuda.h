@@ -31,6 +31,7 @@ struct CudaCompileOptions {
   int row_max_cluster = 16;         // over 8 uses the non-portable cluster size (H100/H200: 16)
   bool row_prefetch = true;         // load a block's next row while it computes this one
   bool row_fuse_reductions = true;  // softmax's and layer norm's two row reductions combined as one
+  int row_fuse_norm_max_per_thread = 16;  // layer norm's only up to this many elements a thread
   int row_occupancy_threads = 1024;  // threads per multiprocessor register rows are sized for
   // Row kernels split over clusters launch as many clusters as fit at once, each taking many rows
   // (off: up to 32 rows a multiprocessor's worth of clusters, in waves).
@@ -38,6 +39,11 @@ struct CudaCompileOptions {
   // Weights that do not stay in registers are read, and outputs written, a 16-byte chunk at a time
   // inside the row loops (docs/cuda.md).
   bool row_chunks = true;
+  // Rows of at least `row_bulk_min_per_thread` elements a thread keep the block's next rows in
+  // flight in a ring of up to `row_bulk_stages` shared-memory stages, filled by the copy engine
+  // (sm_90 and newer; 0 or 1 stages: off, the register prefetch instead; docs/cuda.md).
+  int row_bulk_stages = 3;
+  int row_bulk_min_per_thread = 32;
   // 32-bit registers a thread may spend on row arrays, kept values and weights (row_staging.h).
   int row_register_words = 48;
   // Pointwise kernels take up to 16 bytes of consecutive points per thread, moving contiguous

@@ -87,6 +87,10 @@ struct RowVariant {
   int occupancy_threads = 1024;  // 768: 80 registers a thread
   bool persistent = true;        // false: clusters launched in waves
   bool chunks = true;            // false: weights an element at a time, outputs stored after the loops
+  int bulk_stages = 3;           // 0: the register prefetch for long rows too
+  int bulk_min_per_thread = 32;  // 16: bulk rows for [32768x4096] as well
+  int fuse_norm_max_per_thread = 16;  // 32: layer norm's mean and variance fused at 32 elements too
+  int max_threads = 1024;             // 256: bulk rows split over a cluster of 256-thread blocks
 };
 const RowVariant kRowVariants[] = {
     {""},
@@ -100,6 +104,11 @@ const RowVariant kRowVariants[] = {
     {"@cluster8", true, 256, 8, true},
     {"@words16", true, 256, 16, true, 16},
     {"@shared", false},
+    {"@nobulk", true, 256, 16, true, 48, true, 32, 1024, true, true, 0},
+    {"@bulk2", true, 256, 16, true, 48, true, 32, 1024, true, true, 2},
+    {"@bulk16", true, 256, 16, true, 48, true, 32, 1024, true, true, 3, 16},
+    {"@bulkfusednorm", true, 256, 16, true, 48, true, 32, 1024, true, true, 3, 32, 32},
+    {"@bulk256", true, 256, 16, true, 48, true, 32, 1024, true, true, 3, 32, 16, 256},
 };
 
 void rows(Results& r, bool quick) {
@@ -131,6 +140,10 @@ void rows(Results& r, bool quick) {
         o.row_occupancy_threads = v.occupancy_threads;
         o.row_persistent_clusters = v.persistent;
         o.row_chunks = v.chunks;
+        o.row_bulk_stages = v.bulk_stages;
+        o.row_bulk_min_per_thread = v.bulk_min_per_thread;
+        o.row_fuse_norm_max_per_thread = v.fuse_norm_max_per_thread;
+        o.row_max_threads = v.max_threads;
         auto exe = compile_cuda(g, o);
         auto& cx = as_cuda(exe);
         cx.bind(in);

@@ -74,7 +74,11 @@ Command add_dump_command(CLI::App& parent) {
                    std::vector<codegen::cuda::CudaKernelSource> cuda_kernels;
                    const auto gpu_lowered = runtime::lower_for_target(*g, copts, "kiln_");
                    codegen::cuda::CudaEmitOptions emit;
-                   if (o->sm90) emit.registers.max_cluster = 16, emit.shared_budget_bytes = 227 * 1024 - 1024;
+                   if (o->sm90) {
+                     emit.registers.max_cluster = 16, emit.shared_budget_bytes = 227 * 1024 - 1024;
+                     emit.registers.shared_per_multiprocessor = 228 * 1024;
+                     emit.registers.shared_per_block = emit.shared_budget_bytes;
+                   }
                    for (const auto& k : gpu_lowered->kernels)
                      cuda_kernels.push_back(codegen::cuda::emit_cuda_kernel(k.kernel, emit));
                    write(dir / "kernels.cu", codegen::cuda::cuda_translation_unit(cuda_kernels));

@@ -4,6 +4,7 @@
 #include "codegen/cuda/cuda_emitter.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -57,6 +58,9 @@ struct Printer {
   std::string single_writer_test = "threadIdx.x == 0";  // who stores a row-level value
   bool fast_exp_ = false;  // inside a register-row loop of a kernel with RowStaging::fast_exp
   int fused_sites_ = 0;    // fused reductions emitted (each gets its own shared slots)
+  // Bulk rows: the refill of the row's stage, emitted after the row's first block reduction (its
+  // barrier is passed by every thread after it read the stage), or at the row's end.
+  std::function<void(int)> pending_refill_;
 
   // The shared scalar expression; kiln_exp becomes kiln_exp16 (ex2.approx) where fast_exp_ says
   // every value is rounded to a 16-bit float before it is stored.
@@ -153,10 +157,18 @@ struct Printer {
                           ", kiln_parity);"));
         line(depth, str(a->name, " = ", c_fold_combine(a->dtype, a->fold, a->name + before, a->name), ";"));
         ++reductions;
+        emit_pending_refill(depth);
       }
       for (const FusedReduction& f : staging.fused)
-        if (f.loop == loop) emit_fused_reduction(f, depth, staging);
+        if (f.loop == loop) emit_fused_reduction(f, depth, staging), emit_pending_refill(depth);
     }
+  }
+
+  void emit_pending_refill(int depth) {
+    if (!pending_refill_) return;
+    auto refill = std::move(pending_refill_);
+    pending_refill_ = nullptr;
+    refill(depth);
   }
 
   // The pair (or triple) of a fused reduction combined across the block and cluster at once.
@@ -289,8 +301,9 @@ struct Printer {
     for (const StagedBuffer& b : staging.buffers) {
       if (b.row_invariant != row_invariant) continue;
       // With prefetch, a per-row input's array lives across rows: declared and first loaded by
-      // emit_prefetch_start, refilled from kiln_nextNN at the end of each row.
-      if (staging.prefetch && !row_invariant && !b.is_output) continue;
+      // emit_prefetch_start, refilled from kiln_nextNN at the end of each row. Bulk rows fill it
+      // from the ring (emit_bulk_fill).
+      if ((staging.prefetch || staging.bulk_stages > 0) && !row_invariant && !b.is_output) continue;
       line(depth, str("__align__(16) ", c_storage_type(b.dtype), " p", kStagedParamBase + b.param, "[",
                       staging.per_thread, "];  // p", b.param, b.is_output ? " (out)" : "", "'s part of the row"));
       if (!b.is_output) line(depth, load_regs(staging, b, str("p", kStagedParamBase + b.param), b.base));
@@ -342,6 +355,83 @@ struct Printer {
       if (!b.is_output && !b.row_invariant)
         line(depth + 1, load_regs(staging, b, str("kiln_next", b.param), b.base.substitute(next_names(nest))));
     line(depth, "}");
+  }
+
+  // Bulk rows (RowStaging::bulk_stages): the per-row inputs a block copies into the ring.
+  std::vector<const StagedBuffer*> bulk_inputs(const RowStaging& staging) {
+    std::vector<const StagedBuffer*> v;
+    for (const StagedBuffer& b : staging.buffers)
+      if (!b.is_output && !b.row_invariant) v.push_back(&b);
+    return v;
+  }
+
+  // One thread: the copies of row `row` (an expression) into stage `stage`.
+  void emit_bulk_issue(const RowStaging& staging, const std::vector<const Stmt*>& nest, const std::string& row,
+                       const std::string& stage, int depth) {
+    decode(nest, row, depth, "", "_next");
+    std::string bytes;
+    for (const StagedBuffer* b : bulk_inputs(staging))
+      bytes += str(bytes.empty() ? "" : " + ", "unsigned(kiln_valid) * ", dtype_size(b->dtype), "u");
+    line(depth, str("kiln_bar_expect(&kiln_bars[", stage, "], ", bytes, ");"));
+    for (const StagedBuffer* b : bulk_inputs(staging))
+      line(depth, str("kiln_bulk_load(kiln_smem + ", kBulkRingOffset, " + ", stage, " * ", staging.bulk_stage_bytes, " + ",
+                      b->offset, ", p", b->param, " + (", c_index_expression(b->base.substitute(next_names(nest))), ")",
+                      staging.cluster > 1 ? " + kiln_first" : "", ", unsigned(kiln_valid) * ", dtype_size(b->dtype),
+                      "u, &kiln_bars[", stage, "]);"));
+  }
+
+  // Before the row loop: the ring's mbarriers, and the copies of the block's first rows.
+  void emit_bulk_start(const RowStaging& staging, const std::vector<const Stmt*>& nest, const std::string& first_row,
+                       const std::string& row_step, int depth) {
+    const int stages = staging.bulk_stages;
+    line(depth, str("extern __shared__ __align__(128) unsigned char kiln_smem[];  // ", staging.shared_bytes,
+                    " bytes: mbarriers, then ", stages, " stages of ", staging.bulk_stage_bytes, " bytes"));
+    line(depth, "unsigned long long* const kiln_bars = reinterpret_cast<unsigned long long*>(kiln_smem);");
+    std::string aligned;
+    for (const StagedBuffer* b : bulk_inputs(staging))
+      aligned += str(aligned.empty() ? "" : " && ", "kiln_aligned16(p", b->param, ")");
+    line(depth, str("const bool kiln_bulk = ", aligned, ";  // else each row is loaded directly"));
+    line(depth, "if (threadIdx.x == 0) {");
+    line(depth + 1, str("for (int kiln_s = 0; kiln_s < ", stages, "; ++kiln_s) kiln_bar_init(&kiln_bars[kiln_s]);"));
+    line(depth + 1, "kiln_bar_init_fence();");
+    line(depth, "}");
+    line(depth, "__syncthreads();");
+    line(depth, "if (kiln_bulk && threadIdx.x == 0) {");
+    line(depth + 1, str("for (int kiln_s = 0; kiln_s < ", stages, "; ++kiln_s) {"));
+    line(depth + 2, str("if (", idx, "(", first_row, ") + kiln_s * ", idx, "(", row_step, ") >= kiln_points) break;"));
+    emit_bulk_issue(staging, nest, str(idx, "(", first_row, ") + kiln_s * ", idx, "(", row_step, ")"), "kiln_s", depth + 2);
+    line(depth + 1, "}");
+    line(depth, "}");
+    line(depth, "unsigned kiln_stage = 0, kiln_phase = 0;  // the ring's stage of this row, and its use's parity");
+  }
+
+  // Inside the row loop: the thread's part of the row from its stage (or from global memory),
+  // then, once every thread has its part, the stage refilled with the row `stages` ahead.
+  void emit_bulk_fill(const RowStaging& staging, const std::vector<const Stmt*>& nest, const std::string& row_step,
+                      int depth) {
+    for (const StagedBuffer* b : bulk_inputs(staging))
+      line(depth, str("__align__(16) ", c_storage_type(b->dtype), " p", kStagedParamBase + b->param, "[",
+                      staging.per_thread, "];  // p", b->param, "'s part of the row"));
+    line(depth, "if (kiln_bulk) {");
+    line(depth + 1, "kiln_bar_wait(&kiln_bars[kiln_stage], kiln_phase);");
+    for (const StagedBuffer* b : bulk_inputs(staging))
+      line(depth + 1, str("kiln_load_regs<kiln_block, ", staging.vector, ">(p", kStagedParamBase + b->param,
+                          ", reinterpret_cast<const ", c_storage_type(b->dtype), "*>(kiln_smem + ", kBulkRingOffset,
+                          " + kiln_stage * ", staging.bulk_stage_bytes, " + ", b->offset, "), kiln_valid);"));
+    line(depth, "} else {");
+    for (const StagedBuffer* b : bulk_inputs(staging))
+      line(depth + 1, load_regs(staging, *b, str("p", kStagedParamBase + b->param), b->base));
+    line(depth, "}");
+    // The stage is refilled with the row `stages` ahead once every thread has read it: after the
+    // barrier of the row's first reduction (an extra barrier a row cost up to 5%), else at its end.
+    pending_refill_ = [this, &staging, &nest, row_step](int d) {
+      line(d, str("if (kiln_bulk && threadIdx.x == 0 && kiln_row + ", staging.bulk_stages, " * ", idx, "(", row_step,
+                  ") < kiln_points) {  // every thread has read the stage"));
+      line(d + 1, "kiln_bulk_fence();");
+      emit_bulk_issue(staging, nest, str("kiln_row + ", staging.bulk_stages, " * ", idx, "(", row_step, ")"), "kiln_stage",
+                      d + 1);
+      line(d, "}");
+    };
   }
 
   void emit_prefetch_rotate(const RowStaging& staging, int depth) {
@@ -414,7 +504,9 @@ struct Printer {
     os << (out.mapping == GridMapping::kPointwise ? " (one thread per point)"
            : staging.in_registers                 ? str(" (rows in registers: ", staging.threads, " threads x ",
                                                         staging.per_thread, " elements",
-                                                        staging.cluster > 1 ? str(" x ", staging.cluster, " blocks") : "", ")")
+                                                        staging.cluster > 1 ? str(" x ", staging.cluster, " blocks") : "",
+                                                        staging.bulk_stages > 0 ? str(", a ring of ", staging.bulk_stages,
+                                                                                      " rows in shared memory") : "", ")")
                                                   : " (one block per row)")
        << "\n";
     std::string bounds = "__launch_bounds__(1024)";
@@ -486,6 +578,11 @@ struct Printer {
       }
       emit_register_arrays(staging, /*row_invariant=*/true, 1);
       if (staging.prefetch) emit_prefetch_start(staging, nest, first_row, 1);
+      if (staging.bulk_stages > 0) {
+        out.shared_bytes = staging.shared_bytes;
+        out.bulk_stages = staging.bulk_stages;
+        emit_bulk_start(staging, nest, first_row, row_step, 1);
+      }
       // Reductions alternate between two slots row by row (kiln_parity), so no barrier separates
       // one row's reads from the next row's writes. The last barrier keeps every block's shared
       // memory alive until the cluster has read it.
@@ -493,10 +590,17 @@ struct Printer {
       line(1, str("for (", idx, " kiln_row = ", first_row, "; kiln_row < kiln_points; kiln_row += ", row_step, ") {"));
       decode(nest, "kiln_row", 2);
       if (staging.prefetch) emit_prefetch_next(staging, nest, row_step, 2);
+      if (staging.bulk_stages > 0) emit_bulk_fill(staging, nest, row_step, 2);
       emit_register_arrays(staging, /*row_invariant=*/false, 2);
       emit_row(staging.body, 2, staging);
+      if (pending_refill_) {
+        line(2, "__syncthreads();  // every thread has read the stage");
+        emit_pending_refill(2);
+      }
       emit_register_stores(staging, 2);
       if (staging.prefetch) emit_prefetch_rotate(staging, 2);
+      if (staging.bulk_stages > 0)
+        line(2, str("if (++kiln_stage == ", staging.bulk_stages, ") kiln_stage = 0, kiln_phase ^= 1;"));
       line(2, "kiln_parity ^= 1;");
       line(1, "}");
       if (staging.cluster > 1) line(1, "kiln_cluster_sync();  // no block leaves while the cluster reads it");

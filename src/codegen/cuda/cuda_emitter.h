@@ -39,6 +39,9 @@ struct CudaKernelSource {
   // kRowBlock with register rows split over a thread-block cluster: blocks per cluster (compiled
   // into the kernel with __cluster_dims__); the grid must be a multiple of it. 1: no cluster.
   int cluster = 1;
+  // kRowBlock with bulk rows (RowStaging::bulk_stages): each block keeps a ring of this many rows
+  // in flight, so the grid should hold only as many blocks as run at once (each takes many rows).
+  int bulk_stages = 0;
   // kPointwise: consecutive points each thread takes (vector_points.h); the launcher sizes the grid
   // for points / points_per_thread threads.
   int points_per_thread = 1;

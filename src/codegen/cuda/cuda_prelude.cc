@@ -343,11 +343,16 @@ __device__ inline void kiln_cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
 #endif
 }
+// The 32-bit shared-space address of `local` (this block's shared memory).
+__device__ inline unsigned kiln_shared_address(const void* local) {
+  unsigned a;
+  asm volatile("{ .reg .u64 g; cvta.to.shared.u64 g, %1; cvt.u32.u64 %0, g; }" : "=r"(a) : "l"(local));
+  return a;
+}
 // The address of `local` (this block's shared memory) in block `rank` of the cluster.
 __device__ inline unsigned kiln_cluster_address(const void* local, int rank) {
-  unsigned a = 0;
+  unsigned a = kiln_shared_address(local);
 #if __CUDA_ARCH__ >= 900
-  asm volatile("{ .reg .u64 g; cvta.to.shared.u64 g, %1; cvt.u32.u64 %0, g; }" : "=r"(a) : "l"(local));
   asm volatile("mapa.shared::cluster.u32 %0, %0, %1;" : "+r"(a) : "r"(rank));
 #endif
   return a;
@@ -359,6 +364,52 @@ __device__ inline float kiln_cluster_load(unsigned address) {
 #endif
   return v;
 }
+
+// Bulk rows (sm_90): upcoming rows copied global -> shared by the copy engine (cp.async.bulk)
+// into a ring of stages; a stage's mbarrier completes when its bytes have landed.
+__device__ inline void kiln_bar_init(unsigned long long* bar) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(kiln_shared_address(bar)) : "memory");
+#endif
+}
+// After the inits, before any copy signals them (they must be visible to the copy engine).
+__device__ inline void kiln_bar_init_fence() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+#endif
+}
+// One thread: the stage's phase completes once `bytes` more bytes have arrived.
+__device__ inline void kiln_bar_expect(unsigned long long* bar, unsigned bytes) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("{ .reg .b64 st; mbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1; }"
+               ::"r"(kiln_shared_address(bar)), "r"(bytes) : "memory");
+#endif
+}
+// `bytes` (a multiple of 16; both addresses 16-byte aligned) from global src to shared dst.
+__device__ inline void kiln_bulk_load(void* dst, const void* src, unsigned bytes, unsigned long long* bar) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("{ .reg .u64 g; cvta.to.global.u64 g, %1;\n\t"
+               "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [g], %2, [%3]; }"
+               ::"r"(kiln_shared_address(dst)), "l"(src), "r"(bytes), "r"(kiln_shared_address(bar)) : "memory");
+#endif
+}
+// Before the copy engine overwrites a stage the block has read through ordinary loads.
+__device__ inline void kiln_bulk_fence() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
+}
+// Waits until phase `phase` (0, 1, 0, ... for the stage's 1st, 2nd, 3rd use) of the stage is done.
+__device__ inline void kiln_bar_wait(unsigned long long* bar, unsigned phase) {
+#if __CUDA_ARCH__ >= 900
+  const unsigned a = kiln_shared_address(bar);
+  unsigned done = 0;
+  while (!done)
+    asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                 : "=r"(done) : "r"(a), "r"(phase) : "memory");
+#endif
+}
+__device__ inline bool kiln_aligned16(const void* p) { return (reinterpret_cast<unsigned long long>(p) & 15) == 0; }
 
 template <int kCluster, typename T, typename F> __device__ inline T kiln_cluster_reduce(T v, F combine, int parity) {
 #if __CUDA_ARCH__ >= 900

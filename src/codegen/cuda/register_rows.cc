@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <set>
 
 #include "codegen/common/c_emitter.h"
 #include "codegen/cuda/row_staging.h"
@@ -127,10 +128,83 @@ void plan_reciprocals(RowStaging& out, const std::vector<lower::KernelParam>& pa
   }
 }
 
+// Whether `base + first` is a multiple of `vector` elements for every row: `base` affine in its
+// symbols with coefficients and constant term multiples of `vector`.
+bool vector_aligned(const Index& base, int vector) {
+  std::set<std::string> syms;
+  base.collect_symbols(syms);
+  std::map<std::string, Index> zero;
+  for (const std::string& s : syms) zero[s] = Index(0);
+  const Index at_zero = base.substitute(zero);
+  if (!at_zero.is_constant() || at_zero.constant() % vector != 0) return false;
+  for (const std::string& s : syms) {
+    const Index step = base.substitute({{s, Index::symbol(s) + Index(1)}}) - base;
+    if (!step.is_constant() || step.constant() % vector != 0) return false;
+  }
+  return true;
+}
+
+// Bulk rows (RowStaging::bulk_stages) for a register-row plan, where its rows are long enough,
+// every per-row input's part of a row is whole 16-byte vectors at 16-byte aligned offsets, and
+// at least two stages fit the multiprocessor's shared memory beside the other blocks'. Beyond two,
+// stages leave room in L1 (which shares the multiprocessor's on-chip memory) for the row-invariant
+// buffers (`weights`, read a chunk at a time): layer norm [4096x32768] ran at 3.24 TB/s with two
+// 64 KiB stages and its 64 KiB of weights in L1, 2.70 with three (weights from L2).
+void plan_bulk_rows(RowStaging& out, const std::vector<StagedBuffer>& weights, const RegisterRowOptions& options) {
+  if (options.bulk_stages < 2 || options.shared_per_multiprocessor <= 0 || out.per_thread < options.bulk_min_per_thread)
+    return;
+  int64_t stage = 0;
+  std::vector<StagedBuffer*> inputs;
+  for (StagedBuffer& b : out.buffers) {
+    if (b.is_output || b.row_invariant) continue;
+    const int size = dtype_size(b.dtype), per16 = std::max(1, 16 / size);
+    if (size > 16 || out.row_elements % per16 != 0 || out.block_elements % per16 != 0 || !vector_aligned(b.base, per16))
+      return;
+    b.offset = stage;
+    stage += round_up(out.block_elements * size, 16);
+    inputs.push_back(&b);
+  }
+  if (inputs.empty()) return;
+  // Each block on a multiprocessor costs 1 KiB of shared memory the system reserves, and its
+  // reductions' static slots (under 2 KiB).
+  const int64_t blocks = std::max(1, options.occupancy_threads / out.threads);
+  int64_t budget = options.shared_per_multiprocessor / blocks - 1024 - 2048;
+  if (options.shared_per_block > 0) budget = std::min(budget, options.shared_per_block);
+  int64_t weight_bytes = 0;
+  for (const StagedBuffer& w : weights) weight_bytes += out.block_elements * dtype_size(w.dtype);
+  int64_t stages = std::min<int64_t>({options.bulk_stages, kBulkRingOffset / 8,
+                                      std::max<int64_t>(2, (budget - kBulkRingOffset - weight_bytes) / stage)});
+  if (stages < 2 || kBulkRingOffset + stages * stage > budget) return;
+  out.bulk_stages = int(stages);
+  out.bulk_stage_bytes = stage;
+  out.shared_bytes = kBulkRingOffset + stages * stage;
+}
+
+RowStaging plan_one(const std::vector<Stmt>& row_body, const std::vector<std::string>& grid_vars,
+                    const std::vector<lower::KernelParam>& params, const RegisterRowOptions& options);
+
 }  // namespace
 
 RowStaging plan_register_rows(const std::vector<Stmt>& row_body, const std::vector<std::string>& grid_vars,
                               const std::vector<lower::KernelParam>& params, const RegisterRowOptions& options) {
+  // Bulk rows take the whole row in one block where up to max_threads threads hold it: on the H200
+  // a [4096x32768] bf16 softmax ran at 3.58 TB/s as one block of 1024 threads with a ring of three
+  // rows, 2.82 as a cluster of 4 blocks of 256 with the same ring, 3.28 as that cluster with the
+  // register prefetch (layer_norm 2.93, 2.47, 2.67): no cluster reductions, and the ring keeps the
+  // loads in flight that several smaller blocks per multiprocessor had.
+  if (options.bulk_stages >= 2 && options.shared_per_multiprocessor > 0 && options.preferred_threads < options.max_threads) {
+    RegisterRowOptions whole = options;
+    whole.preferred_threads = options.max_threads;
+    RowStaging s = plan_one(row_body, grid_vars, params, whole);
+    if (s.in_registers && s.cluster == 1 && s.bulk_stages > 0) return s;
+  }
+  return plan_one(row_body, grid_vars, params, options);
+}
+
+namespace {
+
+RowStaging plan_one(const std::vector<Stmt>& row_body, const std::vector<std::string>& grid_vars,
+                    const std::vector<lower::KernelParam>& params, const RegisterRowOptions& options) {
   RowStaging out;
   out.body = row_body;
   int64_t n = -1;
@@ -189,19 +263,6 @@ RowStaging plan_register_rows(const std::vector<Stmt>& row_body, const std::vect
   int used = 0;
   for (const StagedBuffer& b : per_row) used += words(b);
   if (used > options.register_words) return out;
-  std::vector<StagedBuffer> chunked;
-  for (const StagedBuffer& b : invariant) {
-    if (dtype_size(b.dtype) > widest) continue;  // a chunk of it would be wider than 16 bytes
-    // Weights in registers only where they line up with the row's elements and still fit.
-    if (cluster == 1 && used + words(b) <= options.register_words) {
-      used += words(b);
-      per_row.push_back(b);
-    } else if (options.chunks && n % vec == 0 && block_elements % vec == 0) {
-      // Otherwise a chunk at a time, inside the loop that reads it (see RowStaging::chunked).
-      chunked.push_back(b);
-    }
-  }
-
   out.in_registers = true;
   out.buffers = per_row;
   out.threads = threads;
@@ -210,6 +271,23 @@ RowStaging plan_register_rows(const std::vector<Stmt>& row_body, const std::vect
   out.cluster = cluster;
   out.row_elements = n;
   out.block_elements = block_elements;
+  plan_bulk_rows(out, invariant, options);
+  std::vector<StagedBuffer> chunked;
+  for (const StagedBuffer& b : invariant) {
+    if (dtype_size(b.dtype) > widest) continue;  // a chunk of it would be wider than 16 bytes
+    // Weights in registers only where they line up with the row's elements and still fit — and
+    // not beside bulk rows, whose ring machinery leaves no room for them at 64 registers (layer
+    // norm spilled 128 bytes with them).
+    if (cluster == 1 && out.bulk_stages == 0 && used + words(b) <= options.register_words) {
+      used += words(b);
+      per_row.push_back(b);
+    } else if (options.chunks && n % vec == 0 && block_elements % vec == 0) {
+      // Otherwise a chunk at a time, inside the loop that reads it (see RowStaging::chunked).
+      chunked.push_back(b);
+    }
+  }
+
+  out.buffers = per_row;
   out.chunked = chunked;
   // Chunked stores only where they make room for chunked weights: on the H200 they cost softmax
   // 5-8% (it ran at 3.62 TB/s on [32768x4096] with them, 3.82 without) but let layer norm split
@@ -223,17 +301,24 @@ RowStaging plan_register_rows(const std::vector<Stmt>& row_body, const std::vect
   int input_words = 0;
   for (const StagedBuffer& b : out.buffers)
     if (!b.is_output && !b.row_invariant) input_words += words(b);
-  if (options.prefetch && used + input_words <= options.register_words) {
+  if (options.prefetch && out.bulk_stages == 0 && used + input_words <= options.register_words) {
     out.prefetch = true;
     used += input_words;
   }
-  // Mean and variance fuse only up to 16 elements a thread: their reduction keeps ~6 more values
-  // live, and at 32 elements (64 registers) layer_norm then spilled and ran 5-25% slower than
-  // unfused on the H200 (bench/results/gpu-h200-compiled-*.md, "row forms").
-  if (options.fuse_reductions) out.fused = fuse_row_reductions(out.body, /*mean_squares=*/out.per_thread <= 16);
+  // Mean and variance fuse only up to 16 elements a thread (fuse_norm_max_per_thread), with 96
+  // registers a thread or more, or in bulk rows of one block (no prefetch array, no cluster): their
+  // reduction keeps ~6 more values live, and at 32 elements (64 registers) layer_norm then spilled
+  // and ran 5-25% slower than unfused on the H200 (bench/results/gpu-h200-compiled-*.md); as bulk
+  // rows [4096x32768] ran at 3.24 TB/s fused, 2.70 unfused (split over a cluster: 1.91 and 1.94).
+  const int registers = 65536 / std::max(1, options.occupancy_threads);
+  if (options.fuse_reductions)
+    out.fused = fuse_row_reductions(out.body, /*mean_squares=*/out.per_thread <= options.fuse_norm_max_per_thread ||
+                                                   registers >= 96 || (out.bulk_stages > 0 && out.cluster == 1));
   plan_kept_values(out, options.register_words - used);
   plan_reciprocals(out, params);
   return out;
 }
+
+}  // namespace
 
 }  // namespace kiln::codegen::cuda

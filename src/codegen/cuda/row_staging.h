@@ -99,6 +99,16 @@ struct RowStaging {
   // instead of all at once after the loops: a chunk's registers are free as soon as it is written
   // (32 elements a thread otherwise held the whole output row live, and the weights' chunks spilled).
   bool chunked_stores = false;
+  // Bulk rows (sm_90): the per-row inputs of the block's next `bulk_stages - 1` rows are copied
+  // into a ring of shared-memory stages by the copy engine (cp.async.bulk, one copy per buffer and
+  // row, completing the stage's mbarrier), and each row's registers are filled from its stage.
+  // Replaces the register prefetch where rows are long: the loads in flight no longer cost
+  // registers, and a multiprocessor holds several rows' worth of them. A buffer's place in a stage
+  // is its StagedBuffer::offset; stage s starts at kBulkRingOffset + s * bulk_stage_bytes of the
+  // dynamic shared memory, the stages' mbarriers at 0. Falls back to direct loads at run time
+  // when a pointer is not 16-byte aligned.
+  int bulk_stages = 0;
+  int64_t bulk_stage_bytes = 0;
   bool any_per_row() const {
     for (const auto& b : buffers)
       if (!b.row_invariant) return true;
@@ -125,11 +135,23 @@ struct RegisterRowOptions {
   int register_words = 48;   // 32-bit registers per thread for staged arrays and kept values
   bool prefetch = true;      // load the block's next row while computing this one, if registers allow
   bool fuse_reductions = true;  // softmax's and layer norm's two reductions as one (FusedReduction)
+  int fuse_norm_max_per_thread = 16;  // layer norm's mean and variance only up to this many elements
   // Threads a multiprocessor should hold at once (the launch bounds' minimum blocks); 1024 leaves
   // 64 registers a thread, 768 leaves 80.
   int occupancy_threads = 1024;
   bool chunks = true;  // chunked weights and stores (RowStaging::chunked, chunked_stores)
+  // Bulk rows (RowStaging::bulk_stages): up to this many stages, for rows of at least
+  // `bulk_min_per_thread` elements a thread, within the shared memory a multiprocessor has (0: no
+  // bulk rows, e.g. before sm_90) shared by the blocks `occupancy_threads` allows, and at most
+  // `shared_per_block` per block.
+  int bulk_stages = 3;
+  int bulk_min_per_thread = 32;
+  int64_t shared_per_multiprocessor = 0;
+  int64_t shared_per_block = 0;
 };
+
+// Where the bulk ring's first stage starts in the dynamic shared memory (the mbarriers come first).
+constexpr int64_t kBulkRingOffset = 128;
 
 // Plans register rows (see RowStaging::in_registers) for a row body whose loops are all simple
 // (no nested loop) with one common constant extent. Returns a staging with no buffers when the

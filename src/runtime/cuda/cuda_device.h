@@ -22,6 +22,7 @@ struct DeviceInfo {
   int l2_cache_bytes = 0;
   int max_threads_per_multiprocessor = 0;
   int max_shared_per_block_optin = 48 * 1024;  // dynamic shared memory a kernel may opt in to
+  int max_shared_per_multiprocessor = 0;        // what a multiprocessor's blocks share
   int memory_clock_khz = 0;
   int memory_bus_bits = 0;
   // "sm_90" on an H100/H200: the architecture NVRTC compiles for.

@@ -345,6 +345,9 @@ CudaExecutable::Binding& CudaExecutable::binding_for_dims(const std::map<std::st
         if (c > 1 && options.row_persistent_clusters) {
           const int resident = max_active_clusters(plan.fn, ks.block_threads, int(c), unsigned(ks.shared_bytes));
           if (resident > 0) rows_at_once = resident;
+        } else if (c == 1 && ks.bulk_stages > 0) {  // a block's ring pays off over many rows
+          const int per_sm = max_active_blocks_per_multiprocessor(plan.fn, ks.block_threads, unsigned(ks.shared_bytes));
+          if (per_sm > 0) rows_at_once = int64_t(sms) * per_sm;
         }
         plan.shape.grid_x = unsigned(c * std::clamp<int64_t>(points, 1, rows_at_once));
       }
@@ -655,8 +658,15 @@ std::shared_ptr<Executable> compile_cuda(const Graph& g, const CudaCompileOption
   emit.registers.preferred_threads = std::clamp(options.row_preferred_threads, 32, 1024);
   emit.registers.prefetch = options.row_prefetch;
   emit.registers.fuse_reductions = options.row_fuse_reductions;
+  emit.registers.fuse_norm_max_per_thread = options.row_fuse_norm_max_per_thread;
   emit.registers.occupancy_threads = std::clamp(options.row_occupancy_threads, 32, 2048);
   emit.registers.chunks = options.row_chunks;
+  emit.registers.bulk_stages = options.row_bulk_stages;
+  emit.registers.bulk_min_per_thread = std::max(1, options.row_bulk_min_per_thread);
+  if (device.info().compute_major >= 9) {  // cp.async.bulk and mbarrier transaction counts
+    emit.registers.shared_per_multiprocessor = device.info().max_shared_per_multiprocessor;
+    emit.registers.shared_per_block = emit.shared_budget_bytes;
+  }
   for (const auto& lk : low.kernels) exe->kernel_sources.push_back(codegen::cuda::emit_cuda_kernel(lk.kernel, emit));
   exe->source_ = codegen::cuda::cuda_translation_unit(exe->kernel_sources);
   for (const auto& k : exe->kernel_sources) exe->uses_status_ |= k.source.find(", kiln_status)") != std::string::npos;

@@ -36,9 +36,9 @@ void allow_non_portable_cluster(CUfunction kernel) {
   KILN_CU(driver().cuFuncSetAttribute(kernel, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1));
 }
 
-int max_active_blocks_per_multiprocessor(CUfunction kernel, int block_threads) {
+int max_active_blocks_per_multiprocessor(CUfunction kernel, int block_threads, unsigned shared_bytes) {
   int blocks = 0;
-  KILN_CU(driver().cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, block_threads, 0));
+  KILN_CU(driver().cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, block_threads, shared_bytes));
   return blocks;
 }
 

@@ -39,7 +39,7 @@ void allow_dynamic_shared(CUfunction kernel, int bytes);
 void allow_non_portable_cluster(CUfunction kernel);
 
 // How many blocks of `block_threads` threads fit on one multiprocessor at once.
-int max_active_blocks_per_multiprocessor(CUfunction kernel, int block_threads);
+int max_active_blocks_per_multiprocessor(CUfunction kernel, int block_threads, unsigned shared_bytes = 0);
 // Clusters of `cluster` blocks (the kernel's __cluster_dims__) the device runs at once; 0 when the
 // driver cannot say (before CUDA 12) or the query fails.
 int max_active_clusters(CUfunction kernel, int block_threads, int cluster, unsigned shared_bytes);

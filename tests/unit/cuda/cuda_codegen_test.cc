@@ -217,8 +217,64 @@ TEST(CudaCodegen, RowsAreHeldInRegistersAndLongRowsSplitOverAClusters) {
   auto unsplit = kernel_of(Op::Softmax, DType::BF16, 2, 262144, 1);
   EXPECT_EQ(unsplit.cluster, 1);
   EXPECT_EQ(unsplit.source.find("rows in registers"), std::string::npos) << unsplit.source;
+  // Bulk rows (an H200's shared memory): at 32 elements a thread the next rows come through a
+  // ring of stages the copy engine fills, instead of a second register array.
+  codegen::cuda::CudaEmitOptions bulk_options;
+  bulk_options.registers.max_cluster = 16;
+  bulk_options.registers.shared_per_multiprocessor = 228 * 1024;
+  bulk_options.registers.shared_per_block = 226 * 1024;
+  // The whole row in one block of 1024 threads (no cluster): softmax with three 64 KiB stages,
+  // layer norm with two (its 64 KiB of weights stay in L1) and mean and variance fused.
+  auto bulk_softmax = row_kernel(Op::Softmax, DType::BF16, 2, 32768, bulk_options, "_bulk");
+  EXPECT_NE(bulk_softmax.source.find("rows in registers: 1024 threads x 32 elements, a ring of 3 rows in shared memory"),
+            std::string::npos)
+      << bulk_softmax.source;
+  EXPECT_EQ(bulk_softmax.cluster, 1);
+  EXPECT_EQ(bulk_softmax.shared_bytes, 128 + 3 * 65536);
+  auto bulk_norm = row_kernel(Op::LayerNorm, DType::BF16, 2, 32768, bulk_options, "_bulk");
+  EXPECT_NE(bulk_norm.source.find("rows in registers: 1024 threads x 32 elements, a ring of 2 rows in shared memory"),
+            std::string::npos)
+      << bulk_norm.source;
+  EXPECT_EQ(bulk_norm.bulk_stages, 2);
+  EXPECT_EQ(bulk_norm.shared_bytes, 128 + 2 * 65536);
+  EXPECT_NE(bulk_norm.source.find("kiln_mean_m2{"), std::string::npos) << bulk_norm.source;
+  EXPECT_EQ(bulk_norm.source.find("kiln_next0"), std::string::npos) << "no register prefetch: " << bulk_norm.source;
+  EXPECT_NE(bulk_norm.source.find("kiln_bulk_load(kiln_smem + 128 + kiln_stage * 65536 + 0, p0 + (32768*i0_next), "
+                                  "unsigned(kiln_valid) * 2u, &kiln_bars[kiln_stage]);"),
+            std::string::npos)
+      << bulk_norm.source;
+  EXPECT_NE(bulk_norm.source.find("kiln_bar_wait(&kiln_bars[kiln_stage], kiln_phase);"), std::string::npos) << bulk_norm.source;
+  // The stage is refilled after the first reduction's barrier, not behind a barrier of its own.
+  const auto refill = bulk_norm.source.find("// every thread has read the stage");
+  EXPECT_NE(refill, std::string::npos) << bulk_norm.source;
+  EXPECT_LT(bulk_norm.source.find("kiln_reduce_fused<1, 0>"), refill) << bulk_norm.source;
+  EXPECT_EQ(bulk_norm.source.find("__syncthreads();  // every thread has read the stage"), std::string::npos);
+  // The weights a chunk at a time (registers), misaligned pointers loading each row directly.
+  EXPECT_NE(bulk_norm.source.find("read a chunk at a time"), std::string::npos) << bulk_norm.source;
+  EXPECT_NE(bulk_norm.source.find("kiln_load_regs<kiln_block, 8>(p1000, p0 + (32768*i0), kiln_valid);"), std::string::npos)
+      << bulk_norm.source;
+  // Blocks of at most 256 threads: the ring per block of a cluster of 4, 2 stages of 16 KiB
+  // beside the multiprocessor's other 3 blocks and the weights; mean and variance unfused.
+  codegen::cuda::CudaEmitOptions small_blocks = bulk_options;
+  small_blocks.registers.max_threads = 256;
+  auto bulk_cluster = row_kernel(Op::LayerNorm, DType::BF16, 2, 32768, small_blocks, "_bulk_cluster");
+  EXPECT_NE(bulk_cluster.source.find("x 32 elements x 4 blocks, a ring of 2 rows in shared memory"), std::string::npos)
+      << bulk_cluster.source;
+  EXPECT_EQ(bulk_cluster.shared_bytes, 128 + 2 * 16384);
+  EXPECT_EQ(bulk_cluster.source.find("kiln_mean_m2{"), std::string::npos) << bulk_cluster.source;
+  EXPECT_NE(bulk_cluster.source.find("kiln_bulk_load(kiln_smem + 128 + kiln_stage * 16384 + 0, p0 + (32768*i0_next) + "
+                                     "kiln_first, unsigned(kiln_valid) * 2u, &kiln_bars[kiln_stage]);"),
+            std::string::npos)
+      << bulk_cluster.source;
+  auto bulk_split = row_kernel(Op::Softmax, DType::BF16, 2, 262144, bulk_options, "_bulk");
+  EXPECT_EQ(bulk_split.cluster, 8) << bulk_split.source;
+  EXPECT_EQ(bulk_split.shared_bytes, 128 + 3 * 65536) << bulk_split.source;
+  // 16 elements a thread keep the register prefetch; rows not whole 16-byte vectors too.
+  EXPECT_EQ(row_kernel(Op::Softmax, DType::BF16, 64, 4096, bulk_options, "_short").bulk_stages, 0);
+  EXPECT_EQ(row_kernel(Op::Softmax, DType::BF16, 2, 32766, bulk_options, "_odd").bulk_stages, 0);
   if (!cuda::nvrtc_status().loaded) GTEST_SKIP() << cuda::nvrtc_status().message;
-  std::string source = codegen::cuda::cuda_translation_unit({softmax, f32_softmax, norm, long_norm, unfused, split, unsplit});
+  std::string source = codegen::cuda::cuda_translation_unit({softmax, f32_softmax, norm, long_norm, unfused, split, unsplit,
+                                                             bulk_softmax, bulk_norm, bulk_cluster, bulk_split});
   EXPECT_NO_THROW(cuda::nvrtc_compile(source, "register_rows.cu", "sm_90", {"--std=c++17", "-diag-suppress=550,177"}));
 }
 
@@ -475,20 +531,29 @@ TEST(CudaCompiled, IntermediatesShareTheDeviceArena) {
 
 // The row forms — register rows (with and without prefetching the next row), register rows split
 // over a cluster of up to 8 or 16 blocks (forced here for long rows by allowing 8 elements a
-// thread), and rows staged in shared memory — against the interpreter, on
-// softmax, log_softmax, layer_norm and a row max, at whole-chunk and odd widths.
+// thread), bulk rows (a ring of rows in shared memory filled by the copy engine, forced here at
+// every width whose rows are whole 16-byte vectors, with 1 and 8 blocks a row, and with the
+// 128 registers that let layer norm's reductions fuse at 32 elements a thread), and rows staged
+// in shared memory — against the interpreter, on softmax, log_softmax, layer_norm and a row max,
+// at whole-chunk and odd widths.
 TEST(CudaCompiled, RegisterRowsClusterRowsAndSharedRowsMatchTheInterpreter) {
   if (!skip_reason().empty()) GTEST_SKIP() << skip_reason();
   struct Variant {
     const char* name; bool registers; int per_thread; int cluster; bool prefetch; bool fuse = true; bool chunks = true;
+    int bulk_min = 1 << 20;  // elements a thread from which rows are bulk rows (default: never here)
+    int occupancy = 1024;
   };
   for (Variant v : {Variant{"registers", true, 32, 1, true}, Variant{"no prefetch", true, 32, 1, false},
                     Variant{"cluster", true, 8, 8, true}, Variant{"cluster16", true, 8, 16, true},
                     Variant{"unfused cluster", true, 8, 8, true, false},
-                    Variant{"unchunked cluster", true, 8, 8, true, true, false}, Variant{"shared", false, 32, 1, true}}) {
+                    Variant{"unchunked cluster", true, 8, 8, true, true, false}, Variant{"shared", false, 32, 1, true},
+                    Variant{"bulk", true, 32, 1, true, true, true, 1},
+                    Variant{"bulk cluster", true, 8, 8, true, true, true, 1},
+                    Variant{"bulk 128 registers", true, 32, 1, true, true, true, 1, 512}}) {
     CudaCompileOptions o = cuda_options();
     o.register_rows = v.registers, o.row_max_per_thread = v.per_thread, o.row_max_cluster = v.cluster;
     o.row_prefetch = v.prefetch, o.row_fuse_reductions = v.fuse, o.row_chunks = v.chunks;
+    o.row_bulk_min_per_thread = v.bulk_min, o.row_occupancy_threads = v.occupancy;
     if (v.cluster == 16) o.row_preferred_threads = 32, o.row_max_threads = 512;  // rows split 16 ways
     for (DType t : {DType::F32, DType::BF16, DType::F16}) {
       if (t == DType::F16 && std::string(v.name) != "registers") continue;
