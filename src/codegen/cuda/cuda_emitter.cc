@@ -372,9 +372,9 @@ struct Printer {
     std::string bytes;
     for (const StagedBuffer* b : bulk_inputs(staging))
       bytes += str(bytes.empty() ? "" : " + ", "unsigned(kiln_valid) * ", dtype_size(b->dtype), "u");
-    line(depth, str("kiln_bar_expect(&kiln_bars[", stage, "], ", bytes, ");"));
+    line(depth, str("kiln_bar_expect(&kiln_bars[", stage, "], kiln_valid > 0 ? ", bytes, " : 0u);"));
     for (const StagedBuffer* b : bulk_inputs(staging))
-      line(depth, str("kiln_bulk_load(kiln_smem + ", kBulkRingOffset, " + ", stage, " * ", staging.bulk_stage_bytes, " + ",
+      line(depth, str("if (kiln_valid > 0) kiln_bulk_load(kiln_smem + ", kBulkRingOffset, " + ", stage, " * ", staging.bulk_stage_bytes, " + ",
                       b->offset, ", p", b->param, " + (", c_index_expression(b->base.substitute(next_names(nest))), ")",
                       staging.cluster > 1 ? " + kiln_first" : "", ", unsigned(kiln_valid) * ", dtype_size(b->dtype),
                       "u, &kiln_bars[", stage, "]);"));

@@ -239,7 +239,7 @@ TEST(CudaCodegen, RowsAreHeldInRegistersAndLongRowsSplitOverAClusters) {
   EXPECT_EQ(bulk_norm.shared_bytes, 128 + 2 * 65536);
   EXPECT_NE(bulk_norm.source.find("kiln_mean_m2{"), std::string::npos) << bulk_norm.source;
   EXPECT_EQ(bulk_norm.source.find("kiln_next0"), std::string::npos) << "no register prefetch: " << bulk_norm.source;
-  EXPECT_NE(bulk_norm.source.find("kiln_bulk_load(kiln_smem + 128 + kiln_stage * 65536 + 0, p0 + (32768*i0_next), "
+  EXPECT_NE(bulk_norm.source.find("if (kiln_valid > 0) kiln_bulk_load(kiln_smem + 128 + kiln_stage * 65536 + 0, p0 + (32768*i0_next), "
                                   "unsigned(kiln_valid) * 2u, &kiln_bars[kiln_stage]);"),
             std::string::npos)
       << bulk_norm.source;
@@ -262,7 +262,7 @@ TEST(CudaCodegen, RowsAreHeldInRegistersAndLongRowsSplitOverAClusters) {
       << bulk_cluster.source;
   EXPECT_EQ(bulk_cluster.shared_bytes, 128 + 2 * 16384);
   EXPECT_EQ(bulk_cluster.source.find("kiln_mean_m2{"), std::string::npos) << bulk_cluster.source;
-  EXPECT_NE(bulk_cluster.source.find("kiln_bulk_load(kiln_smem + 128 + kiln_stage * 16384 + 0, p0 + (32768*i0_next) + "
+  EXPECT_NE(bulk_cluster.source.find("if (kiln_valid > 0) kiln_bulk_load(kiln_smem + 128 + kiln_stage * 16384 + 0, p0 + (32768*i0_next) + "
                                      "kiln_first, unsigned(kiln_valid) * 2u, &kiln_bars[kiln_stage]);"),
             std::string::npos)
       << bulk_cluster.source;
@@ -564,8 +564,11 @@ TEST(CudaCompiled, RegisterRowsClusterRowsAndSharedRowsMatchTheInterpreter) {
       for (const auto& dims : widths) {
         Value* x = g.add_input(str("x", dims[1]), TensorType{t, {SymInt(dims[0]), SymInt(dims[1])}, Device::CPU});
         Value* w = g.add_input(str("w", dims[1]), TensorType{t, {SymInt(dims[1])}, Device::CPU});
+        Value* r = g.add_input(str("r", dims[1]), TensorType{t, {SymInt(dims[0]), SymInt(dims[1])}, Device::CPU});
         Value* mx = g.add(Op::ReduceMax, {x}, {{"axes", std::vector<int64_t>{1}}, {"keepdim", int64_t(1)}});
-        for (Value* y : {g.add(Op::Softmax, {x}), g.add(Op::LogSoftmax, {x}), g.add(Op::LayerNorm, {x, w, w}), mx})
+        // A residual add before the norm: two per-row inputs (two copies a stage in bulk rows).
+        Value* residual_norm = g.add(Op::LayerNorm, {g.add(Op::Add, {x, r}), w, w});
+        for (Value* y : {g.add(Op::Softmax, {x}), g.add(Op::LogSoftmax, {x}), g.add(Op::LayerNorm, {x, w, w}), mx, residual_norm})
           outs.push_back(y);
       }
       g.set_outputs(outs);
@@ -574,6 +577,7 @@ TEST(CudaCompiled, RegisterRowsClusterRowsAndSharedRowsMatchTheInterpreter) {
         for (const auto& dims : widths) {
           runs[r].push_back(HostTensor::random(t, dims, 60 + r + uint64_t(dims[1]), -5, 5));
           runs[r].push_back(HostTensor::random(t, {dims[1]}, 70 + r, 0.5, 1.5));
+          runs[r].push_back(HostTensor::random(t, dims, 75 + r + uint64_t(dims[1]), -2, 2));
         }
       expect_cuda_matches(g, runs, str(v.name, " ", dtype_name(t)), o);
     }
