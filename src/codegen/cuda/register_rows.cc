@@ -280,15 +280,14 @@ RowStaging plan_one(const std::vector<Stmt>& row_body, const std::vector<std::st
     // norm spilled 128 bytes with them).
     if (cluster == 1 && out.bulk_stages == 0 && used + words(b) <= options.register_words) {
       used += words(b);
-      per_row.push_back(b);
+      out.buffers.push_back(b);
     } else if (options.chunks && n % vec == 0 && block_elements % vec == 0) {
       // Otherwise a chunk at a time, inside the loop that reads it (see RowStaging::chunked).
       chunked.push_back(b);
     }
   }
 
-  out.buffers = per_row;
-  out.chunked = chunked;
+  out.chunked = chunked;  // (out.buffers keeps the ring offsets plan_bulk_rows gave the inputs)
   // Chunked stores only where they make room for chunked weights: on the H200 they cost softmax
   // 5-8% (it ran at 3.62 TB/s on [32768x4096] with them, 3.82 without) but let layer norm split
   // over a cluster read its weights a chunk at a time without spilling (+3%).

@@ -266,6 +266,25 @@ TEST(CudaCodegen, RowsAreHeldInRegistersAndLongRowsSplitOverAClusters) {
                                      "kiln_first, unsigned(kiln_valid) * 2u, &kiln_bars[kiln_stage]);"),
             std::string::npos)
       << bulk_cluster.source;
+  // Two per-row inputs (a residual add before the norm) take their own places in each stage.
+  {
+    Graph g("residual");
+    Value* x = g.add_input("x", TensorType{DType::BF16, {SymInt(2), SymInt(8192)}, Device::CPU});
+    Value* r = g.add_input("r", TensorType{DType::BF16, {SymInt(2), SymInt(8192)}, Device::CPU});
+    Value* w = g.add_input("w", TensorType{DType::BF16, {SymInt(8192)}, Device::CPU});
+    g.set_outputs({g.add(Op::LayerNorm, {g.add(Op::Add, {x, r}), w, w})});
+    auto low = runtime::lower_for_target(g, CompileOptions{}, "kiln_residual_bulk_");
+    codegen::cuda::CudaEmitOptions o = bulk_options;
+    o.registers.bulk_min_per_thread = 1;
+    auto k = codegen::cuda::emit_cuda_kernel(low->kernels.at(0).kernel, o);
+    EXPECT_GT(k.bulk_stages, 0) << k.source;
+    EXPECT_NE(k.source.find("kiln_bar_expect(&kiln_bars[kiln_stage], kiln_valid > 0 ? unsigned(kiln_valid) * 2u + "
+                            "unsigned(kiln_valid) * 2u : 0u);"),
+              std::string::npos)
+        << k.source;
+    EXPECT_NE(k.source.find("kiln_stage * 32768 + 0, p0 + (8192*i0_next)"), std::string::npos) << k.source;
+    EXPECT_NE(k.source.find("kiln_stage * 32768 + 16384, p1 + (8192*i0_next)"), std::string::npos) << k.source;
+  }
   auto bulk_split = row_kernel(Op::Softmax, DType::BF16, 2, 262144, bulk_options, "_bulk");
   EXPECT_EQ(bulk_split.cluster, 8) << bulk_split.source;
   EXPECT_EQ(bulk_split.shared_bytes, 128 + 3 * 65536) << bulk_split.source;
@@ -345,7 +364,13 @@ void expect_cuda_matches(const Graph& g, const std::vector<std::vector<HostTenso
   auto exe = compile_cuda(g, options);
   for (size_t r = 0; r < runs.size(); ++r) {
     std::vector<HostTensor> want = interp::run(g, runs[r]);
-    std::vector<HostTensor> got = exe->run(runs[r]);
+    std::vector<HostTensor> got;
+    try {
+      got = exe->run(runs[r]);
+    } catch (const std::exception& e) {  // name the form that failed (the error names the kernel)
+      ADD_FAILURE() << label << " run " << r << ": " << e.what() << "\n" << exe->explain().substr(0, 8000);
+      return;
+    }
     ASSERT_EQ(got.size(), want.size()) << label;
     for (size_t i = 0; i < want.size(); ++i)
       EXPECT_EQ(compare_tensors(got[i], want[i]), "") << label << " run " << r << " output " << i << "\n"
