@@ -189,8 +189,8 @@ RowStaging plan_register_rows(const std::vector<Stmt>& row_body, const std::vect
                               const std::vector<lower::KernelParam>& params, const RegisterRowOptions& options) {
   // Bulk rows take the whole row in one block where up to max_threads threads hold it: on the H200
   // a [4096x32768] bf16 softmax ran at 3.58 TB/s as one block of 1024 threads with a ring of three
-  // rows, 2.82 as a cluster of 4 blocks of 256 with the same ring, 3.28 as that cluster with the
-  // register prefetch (layer_norm 2.93, 2.47, 2.67): no cluster reductions, and the ring keeps the
+  // rows, 2.92 as a cluster of 4 blocks of 256 with a ring each, 3.26 as that cluster with the
+  // register prefetch (layer_norm 3.41, 2.53, 2.66): no cluster reductions, and the ring keeps the
   // loads in flight that several smaller blocks per multiprocessor had.
   if (options.bulk_stages >= 2 && options.shared_per_multiprocessor > 0 && options.preferred_threads < options.max_threads) {
     RegisterRowOptions whole = options;

@@ -51,11 +51,21 @@ std::shared_ptr<const DeviceData> upload(const HostTensor& host) {
   return std::make_shared<CudaData>(DeviceTensor::upload(host, *eager_stream()));
 }
 
-// The key of one compiled op: op, attributes, and each operand's dtype and shape.
+// The key of one compiled op: op, attributes, and each operand's dtype and shape. Built by
+// appending, not streaming: a std::ostringstream per operand cost ~1 us of every eager op's ~8.
 std::string op_key(Op op, const std::vector<Tensor>& operands, const Attrs& attrs) {
   std::string key(op_name(op));
-  for (const auto& [name, value] : attrs.items()) key += str(" ", name, "=", attr_to_string(value));
-  for (const Tensor& t : operands) key += str(" ", dtype_name(t.dtype()), dims_to_string(t.sizes()));
+  for (const auto& [name, value] : attrs.items()) {
+    key += ' ';
+    key += name;
+    key += '=';
+    key += attr_to_string(value);
+  }
+  for (const Tensor& t : operands) {
+    key += ' ';
+    key += dtype_name(t.dtype());
+    key += dims_to_string(t.sizes());
+  }
   return key;
 }
 

@@ -225,18 +225,19 @@ TEST(CudaCodegen, RowsAreHeldInRegistersAndLongRowsSplitOverAClusters) {
   bulk_options.registers.shared_per_block = 226 * 1024;
   // The whole row in one block of 1024 threads (no cluster): softmax with three 64 KiB stages,
   // layer norm with two (its 64 KiB of weights stay in L1) and mean and variance fused.
+  auto expect_whole_row_ring = [](const codegen::cuda::CudaKernelSource& k, int stages) {
+    EXPECT_NE(k.source.find(str("rows in registers: 1024 threads x 32 elements, a ring of ", stages,
+                                " rows in shared memory")),
+              std::string::npos)
+        << k.source;
+    EXPECT_EQ(k.cluster, 1);
+    EXPECT_EQ(k.bulk_stages, stages);
+    EXPECT_EQ(k.shared_bytes, 128 + stages * 65536);
+  };
   auto bulk_softmax = row_kernel(Op::Softmax, DType::BF16, 2, 32768, bulk_options, "_bulk");
-  EXPECT_NE(bulk_softmax.source.find("rows in registers: 1024 threads x 32 elements, a ring of 3 rows in shared memory"),
-            std::string::npos)
-      << bulk_softmax.source;
-  EXPECT_EQ(bulk_softmax.cluster, 1);
-  EXPECT_EQ(bulk_softmax.shared_bytes, 128 + 3 * 65536);
+  expect_whole_row_ring(bulk_softmax, 3);
   auto bulk_norm = row_kernel(Op::LayerNorm, DType::BF16, 2, 32768, bulk_options, "_bulk");
-  EXPECT_NE(bulk_norm.source.find("rows in registers: 1024 threads x 32 elements, a ring of 2 rows in shared memory"),
-            std::string::npos)
-      << bulk_norm.source;
-  EXPECT_EQ(bulk_norm.bulk_stages, 2);
-  EXPECT_EQ(bulk_norm.shared_bytes, 128 + 2 * 65536);
+  expect_whole_row_ring(bulk_norm, 2);
   EXPECT_NE(bulk_norm.source.find("kiln_mean_m2{"), std::string::npos) << bulk_norm.source;
   EXPECT_EQ(bulk_norm.source.find("kiln_next0"), std::string::npos) << "no register prefetch: " << bulk_norm.source;
   EXPECT_NE(bulk_norm.source.find("if (kiln_valid > 0) kiln_bulk_load(kiln_smem + 128 + kiln_stage * 65536 + 0, p0 + (32768*i0_next), "
