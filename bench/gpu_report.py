@@ -77,14 +77,16 @@ if row_forms:
       "blocks up to 512 and up to 1024 threads before clusters; clusters of at most 8; registers for the row arrays only (no kept "
       "exp, weights from L1, no prefetch); rows staged in shared memory; no bulk rows (the register prefetch instead, as "
       "before bulk rows); bulk rows with at most 2 stages; bulk rows from 16 elements a thread; layer norm's mean and "
-      "variance fused at 32 elements a thread in every form; bulk rows in blocks of at most 256 threads (split over clusters)")
+      "variance fused at 32 elements a thread in every form; bulk rows in blocks of at most 256 threads (split over clusters); "
+      "cluster mail with the register prefetch; a cluster barrier a row instead of mail")
     w("")
     w("| workload | form | TB/s | ms | threads | cluster | shared KiB a block |")
     w("|---|---|---|---|---|---|---|")
     for shape in ("32768x4096", "4096x32768", "512x262144", "1024x4096"):
         for name in ("softmax", "layernorm"):
             for suffix in ("", "@unfused", "@unchunked", "@noprefetch", "@waves", "@occ768", "@threads512", "@threads1024", "@cluster8",
-                           "@words16", "@shared", "@nobulk", "@bulk2", "@bulk16", "@bulkfusednorm", "@bulk256"):
+                           "@words16", "@shared", "@nobulk", "@bulk2", "@bulk16", "@bulkfusednorm", "@bulk256",
+                           "@mailnobulk", "@barrier"):
                 v = k.get(f"{name}_{shape}{suffix}")
                 if v:
                     w(f"| {name} bf16 {shape} | {suffix[1:] or 'default'} | {v['TBps']:.2f} | {v['ms']:.3f} | "

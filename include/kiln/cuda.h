@@ -44,6 +44,9 @@ struct CudaCompileOptions {
   // (sm_90 and newer; 0 or 1 stages: off, the register prefetch instead; docs/cuda.md).
   int row_bulk_stages = 3;
   int row_bulk_min_per_thread = 32;
+  // Fused row reductions across a cluster exchange partials by mail (st.async + mbarrier) instead
+  // of a cluster barrier a row.
+  bool row_cluster_mail = true;
   // 32-bit registers a thread may spend on row arrays, kept values and weights (row_staging.h).
   int row_register_words = 48;
   // Pointwise kernels take up to 16 bytes of consecutive points per thread, moving contiguous

@@ -91,6 +91,7 @@ struct RowVariant {
   int bulk_min_per_thread = 32;  // 16: bulk rows for [32768x4096] as well
   int fuse_norm_max_per_thread = 16;  // 32: layer norm's mean and variance fused at 32 elements too
   int max_threads = 1024;             // 256: bulk rows split over a cluster of 256-thread blocks
+  bool mail = true;                   // false: fused reductions across a cluster by a cluster barrier
 };
 const RowVariant kRowVariants[] = {
     {""},
@@ -109,6 +110,8 @@ const RowVariant kRowVariants[] = {
     {"@bulk16", true, 256, 16, true, 48, true, 32, 1024, true, true, 3, 16},
     {"@bulkfusednorm", true, 256, 16, true, 48, true, 32, 1024, true, true, 3, 32, 32},
     {"@bulk256", true, 256, 16, true, 48, true, 32, 1024, true, true, 3, 32, 16, 256},
+    {"@mailnobulk", true, 256, 16, true, 48, true, 32, 1024, true, true, 0, 32, 16, 1024, true},
+    {"@barrier", true, 256, 16, true, 48, true, 32, 1024, true, true, 3, 32, 16, 1024, false},
 };
 
 void rows(Results& r, bool quick) {
@@ -144,6 +147,7 @@ void rows(Results& r, bool quick) {
         o.row_bulk_min_per_thread = v.bulk_min_per_thread;
         o.row_fuse_norm_max_per_thread = v.fuse_norm_max_per_thread;
         o.row_max_threads = v.max_threads;
+        o.row_cluster_mail = v.mail;
         auto exe = compile_cuda(g, o);
         auto& cx = as_cuda(exe);
         cx.bind(in);

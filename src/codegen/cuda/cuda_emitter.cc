@@ -164,6 +164,11 @@ struct Printer {
     }
   }
 
+  // Fused reductions across a cluster by mail (kiln_mail_combine) instead of a cluster barrier.
+  bool cluster_mail(const RowStaging& staging) const {
+    return options.registers.cluster_mail && staging.cluster > 1 && !staging.fused.empty();
+  }
+
   void emit_pending_refill(int depth) {
     if (!pending_refill_) return;
     auto refill = std::move(pending_refill_);
@@ -175,16 +180,19 @@ struct Printer {
   void emit_fused_reduction(const FusedReduction& f, int depth, const RowStaging& staging) {
     const int site = fused_sites_++;
     line(depth, "{");
+    const bool mail = cluster_mail(staging);
     if (f.kind == FusedReduction::kMaxExpSum) {
-      line(depth + 1, str("const kiln_max_sum kiln_f = kiln_reduce_fused<", staging.cluster, ", ", site, ">(kiln_max_sum{",
-                          f.first, ", ", f.second, "}, kiln_parity);"));
+      line(depth + 1, str("const kiln_max_sum kiln_f = kiln_reduce_fused<", staging.cluster, ", ", site,
+                          mail ? ", kiln_max_sum, true" : "", ">(kiln_max_sum{", f.first, ", ", f.second,
+                          "}, kiln_parity);"));
       // Unfused, a row whose max is -inf sums exp(-inf - -inf) = NaN; so does this.
       line(depth + 1, str(f.first, " = kiln_f.m;"));
       line(depth + 1, str(f.second, " = kiln_f.m == -kstd::numeric_limits<float>::infinity() ? ",
                           "kstd::numeric_limits<float>::quiet_NaN() : kiln_f.s;"));
     } else {
-      line(depth + 1, str("const kiln_mean_m2 kiln_f = kiln_reduce_fused<", staging.cluster, ", ", site, ">(kiln_mean_m2{",
-                          f.count, ", ", f.first, ", ", f.second, "}, kiln_parity);"));
+      line(depth + 1, str("const kiln_mean_m2 kiln_f = kiln_reduce_fused<", staging.cluster, ", ", site,
+                          mail ? ", kiln_mean_m2, true" : "", ">(kiln_mean_m2{", f.count, ", ", f.first, ", ", f.second,
+                          "}, kiln_parity);"));
       line(depth + 1, str(f.count, " = kiln_f.n;"));
       line(depth + 1, str(f.first, " = kiln_f.s;"));
       line(depth + 1, str(f.second, " = kiln_f.m2;"));
@@ -586,7 +594,11 @@ struct Printer {
       // Reductions alternate between two slots row by row (kiln_parity), so no barrier separates
       // one row's reads from the next row's writes. The last barrier keeps every block's shared
       // memory alive until the cluster has read it.
-      line(1, "int kiln_parity = 0;");
+      if (cluster_mail(staging)) {
+        for (size_t site = 0; site < staging.fused.size(); ++site) line(1, str("kiln_mail_init<", site, ">();"));
+        line(1, "kiln_cluster_sync();  // every block's mail barriers are ready before any is signalled");
+      }
+      line(1, "int kiln_parity = 0;  // the row count: bit 0 picks the reductions' slots, bit 1 a mail barrier's phase");
       line(1, str("for (", idx, " kiln_row = ", first_row, "; kiln_row < kiln_points; kiln_row += ", row_step, ") {"));
       decode(nest, "kiln_row", 2);
       if (staging.prefetch) emit_prefetch_next(staging, nest, row_step, 2);
@@ -601,7 +613,7 @@ struct Printer {
       if (staging.prefetch) emit_prefetch_rotate(staging, 2);
       if (staging.bulk_stages > 0)
         line(2, str("if (++kiln_stage == ", staging.bulk_stages, ") kiln_stage = 0, kiln_phase ^= 1;"));
-      line(2, "kiln_parity ^= 1;");
+      line(2, "++kiln_parity;");
       line(1, "}");
       if (staging.cluster > 1) line(1, "kiln_cluster_sync();  // no block leaves while the cluster reads it");
     } else {

@@ -490,14 +490,61 @@ __device__ inline kiln_mean_m2 kiln_warp_fold(kiln_mean_m2 p) {
 __device__ inline kiln_mean_m2 kiln_fold_identity(kiln_mean_m2) { return {0.0f, 0.0f, 0.0f}; }
 
 // P: kiln_max_sum or kiln_mean_m2 (a struct of floats).
-template <int kCluster, int kSite, typename P> __device__ inline P kiln_reduce_fused(P p, int parity) {
+// Cluster mail (sm_90): block b's partial of a fused reduction goes straight into slot b of every
+// block of the cluster (st.async, which completes the receiver's mbarrier), and each block waits
+// for its kCluster partials — no cluster-wide barrier a row. Two slots and barriers per call site
+// alternate row by row; bit 1 of the row count is the barrier's phase parity. A block cannot
+// receive row r+2's partials before it has read row r's: a sender reaches row r+2 only after this
+// block's row r+1 partial, sent after it read row r's.
+template <int kSite, typename P, int kCluster> __device__ inline P* kiln_mail_slots() {
+  __shared__ P slots[2][kCluster];
+  return &slots[0][0];
+}
+template <int kSite> __device__ inline unsigned long long* kiln_mail_bars() {
+  __shared__ unsigned long long bars[2];
+  return bars;
+}
+// Before the row loop, followed by a cluster barrier (no block may signal an uninitialised one).
+template <int kSite> __device__ inline void kiln_mail_init() {
+  if (threadIdx.x == 0) {
+    kiln_bar_init(&kiln_mail_bars<kSite>()[0]);
+    kiln_bar_init(&kiln_mail_bars<kSite>()[1]);
+    kiln_bar_init_fence();
+  }
+}
+template <int kCluster, int kSite, typename P> __device__ inline P kiln_mail_combine(P p, int parity) {
+#if __CUDA_ARCH__ >= 900
+  P* const slots = kiln_mail_slots<kSite, P, kCluster>() + (parity & 1) * kCluster;
+  unsigned long long* const bar = &kiln_mail_bars<kSite>()[parity & 1];
+  if (threadIdx.x == 0) kiln_bar_expect(bar, unsigned(kCluster * sizeof(P)));
+  if (threadIdx.x < kCluster) {
+    const unsigned to = kiln_cluster_address(&slots[kiln_cluster_rank()], int(threadIdx.x));
+    const unsigned to_bar = kiln_cluster_address(bar, int(threadIdx.x));
+    const float* words = reinterpret_cast<const float*>(&p);
+#pragma unroll
+    for (int i = 0; i < int(sizeof(P) / 4); ++i)
+      asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];"
+                   ::"r"(to + 4 * i), "r"(__float_as_uint(words[i])), "r"(to_bar) : "memory");
+  }
+  kiln_bar_wait(bar, unsigned(parity >> 1) & 1u);
+  const int lane = threadIdx.x & 31;
+  return kiln_warp_fold(lane < kCluster ? slots[lane] : kiln_fold_identity(p));
+#else
+  return p;
+#endif
+}
+
+// kMail: the cluster combine by mail (kiln_mail_combine) instead of a cluster barrier.
+template <int kCluster, int kSite, typename P, bool kMail = false> __device__ inline P kiln_reduce_fused(P p, int parity) {
   __shared__ P kiln_warps[2][32];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
   p = kiln_warp_fold(p);
   if (lane == 0) kiln_warps[parity & 1][warp] = p;
   __syncthreads();
   p = kiln_warp_fold(lane < warps ? kiln_warps[parity & 1][lane] : kiln_fold_identity(p));
-  if constexpr (kCluster > 1) {
+  if constexpr (kCluster > 1 && kMail) {
+    p = kiln_mail_combine<kCluster, kSite, P>(p, parity);
+  } else if constexpr (kCluster > 1) {
     __shared__ P kiln_block[2];
     if (threadIdx.x == 0) kiln_block[parity & 1] = p;
     kiln_cluster_sync();

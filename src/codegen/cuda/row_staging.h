@@ -148,6 +148,9 @@ struct RegisterRowOptions {
   int bulk_min_per_thread = 32;
   int64_t shared_per_multiprocessor = 0;
   int64_t shared_per_block = 0;
+  // Fused reductions across a cluster exchange the blocks' partials by mail (st.async completing
+  // an mbarrier of each receiver) instead of a cluster barrier a row.
+  bool cluster_mail = false;
 };
 
 // Where the bulk ring's first stage starts in the dynamic shared memory (the mbarriers come first).

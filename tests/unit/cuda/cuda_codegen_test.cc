@@ -210,7 +210,7 @@ TEST(CudaCodegen, RowsAreHeldInRegistersAndLongRowsSplitOverAClusters) {
   EXPECT_NE(split.source.find("kiln_row = blockIdx.x / 8"), std::string::npos) << split.source;
   // One (fused) reduction a row: its slots alternate row by row, so no barrier at each row's end;
   // one before the blocks leave.
-  EXPECT_NE(split.source.find("kiln_parity ^= 1;"), std::string::npos) << split.source;
+  EXPECT_NE(split.source.find("++kiln_parity;"), std::string::npos) << split.source;
   EXPECT_EQ(split.source.find("kiln_cluster_sync();  // the cluster's reductions"), std::string::npos) << split.source;
   EXPECT_NE(split.source.find("kiln_cluster_sync();  // no block leaves"), std::string::npos) << split.source;
   // Without clusters such a row falls back to the shared-memory path (here: too long to stage).
@@ -289,12 +289,23 @@ TEST(CudaCodegen, RowsAreHeldInRegistersAndLongRowsSplitOverAClusters) {
   auto bulk_split = row_kernel(Op::Softmax, DType::BF16, 2, 262144, bulk_options, "_bulk");
   EXPECT_EQ(bulk_split.cluster, 8) << bulk_split.source;
   EXPECT_EQ(bulk_split.shared_bytes, 128 + 3 * 65536) << bulk_split.source;
+  // Cluster mail: the fused reduction's partials travel by st.async into every block's slots; such
+  // a row keeps the register prefetch rather than bulk rows (faster together on the H200).
+  codegen::cuda::CudaEmitOptions mail_options = bulk_options;
+  mail_options.registers.cluster_mail = true;
+  auto mail_split = row_kernel(Op::Softmax, DType::BF16, 2, 262144, mail_options, "_mail");
+  EXPECT_NE(mail_split.source.find("kiln_reduce_fused<8, 0, kiln_max_sum, true>(kiln_max_sum{"), std::string::npos)
+      << mail_split.source;
+  EXPECT_NE(mail_split.source.find("kiln_mail_init<0>();"), std::string::npos) << mail_split.source;
+  EXPECT_NE(mail_split.source.find("++kiln_parity;"), std::string::npos) << mail_split.source;
+  EXPECT_EQ(mail_split.bulk_stages, 0) << mail_split.source;
+  EXPECT_NE(mail_split.source.find("kiln_next0"), std::string::npos) << mail_split.source;
   // 16 elements a thread keep the register prefetch; rows not whole 16-byte vectors too.
   EXPECT_EQ(row_kernel(Op::Softmax, DType::BF16, 64, 4096, bulk_options, "_short").bulk_stages, 0);
   EXPECT_EQ(row_kernel(Op::Softmax, DType::BF16, 2, 32766, bulk_options, "_odd").bulk_stages, 0);
   if (!cuda::nvrtc_status().loaded) GTEST_SKIP() << cuda::nvrtc_status().message;
   std::string source = codegen::cuda::cuda_translation_unit({softmax, f32_softmax, norm, long_norm, unfused, split, unsplit,
-                                                             bulk_softmax, bulk_norm, bulk_cluster, bulk_split});
+                                                             bulk_softmax, bulk_norm, bulk_cluster, bulk_split, mail_split});
   EXPECT_NO_THROW(cuda::nvrtc_compile(source, "register_rows.cu", "sm_90", {"--std=c++17", "-diag-suppress=550,177"}));
 }
 
@@ -568,6 +579,7 @@ TEST(CudaCompiled, RegisterRowsClusterRowsAndSharedRowsMatchTheInterpreter) {
     const char* name; bool registers; int per_thread; int cluster; bool prefetch; bool fuse = true; bool chunks = true;
     int bulk_min = 1 << 20;  // elements a thread from which rows are bulk rows (default: never here)
     int occupancy = 1024;
+    bool mail = false;       // fused reductions across a cluster by mail
   };
   for (Variant v : {Variant{"registers", true, 32, 1, true}, Variant{"no prefetch", true, 32, 1, false},
                     Variant{"cluster", true, 8, 8, true}, Variant{"cluster16", true, 8, 16, true},
@@ -575,11 +587,13 @@ TEST(CudaCompiled, RegisterRowsClusterRowsAndSharedRowsMatchTheInterpreter) {
                     Variant{"unchunked cluster", true, 8, 8, true, true, false}, Variant{"shared", false, 32, 1, true},
                     Variant{"bulk", true, 32, 1, true, true, true, 1},
                     Variant{"bulk cluster", true, 8, 8, true, true, true, 1},
-                    Variant{"bulk 128 registers", true, 32, 1, true, true, true, 1, 512}}) {
+                    Variant{"bulk 128 registers", true, 32, 1, true, true, true, 1, 512},
+                    Variant{"cluster mail", true, 8, 8, true, true, true, 1 << 20, 1024, true},
+                    Variant{"bulk cluster mail", true, 8, 8, true, true, true, 1, 1024, true}}) {
     CudaCompileOptions o = cuda_options();
     o.register_rows = v.registers, o.row_max_per_thread = v.per_thread, o.row_max_cluster = v.cluster;
     o.row_prefetch = v.prefetch, o.row_fuse_reductions = v.fuse, o.row_chunks = v.chunks;
-    o.row_bulk_min_per_thread = v.bulk_min, o.row_occupancy_threads = v.occupancy;
+    o.row_bulk_min_per_thread = v.bulk_min, o.row_occupancy_threads = v.occupancy, o.row_cluster_mail = v.mail;
     if (v.cluster == 16) o.row_preferred_threads = 32, o.row_max_threads = 512;  // rows split 16 ways
     for (DType t : {DType::F32, DType::BF16, DType::F16}) {
       if (t == DType::F16 && std::string(v.name) != "registers") continue;
@@ -618,8 +632,10 @@ TEST(CudaCompiled, RegisterRowsClusterRowsAndSharedRowsMatchTheInterpreter) {
 TEST(CudaCompiled, FusedRowReductionsKeepSpecialValuesAndLargeOffsets) {
   if (!skip_reason().empty()) GTEST_SKIP() << skip_reason();
   const double inf = std::numeric_limits<double>::infinity();
-  for (int cluster : {1, 8}) {
+  for (int cluster : {1, 8, -8}) {  // -8: a cluster of 8 exchanging partials by mail
     CudaCompileOptions o = cuda_options();
+    o.row_cluster_mail = cluster < 0;
+    cluster = std::abs(cluster);
     o.row_max_cluster = cluster;
     if (cluster > 1) o.row_max_per_thread = 8, o.row_preferred_threads = 32;
     for (DType t : {DType::F32, DType::BF16}) {
@@ -649,7 +665,7 @@ TEST(CudaCompiled, FusedRowReductionsKeepSpecialValuesAndLargeOffsets) {
           for (int64_t i = 0; i < rows * cols; ++i) bigs.set_f64(i, bigs.get_f64(i) + 100);
         runs.push_back({xs, bigs, HostTensor::random(t, {cols}, 700 + r, 0.5, 1.5)});
       }
-      expect_cuda_matches(g, runs, str("fused rows, cluster ", cluster, " ", dtype_name(t)), o);
+      expect_cuda_matches(g, runs, str("fused rows, cluster ", cluster, o.row_cluster_mail ? " by mail " : " ", dtype_name(t)), o);
     }
   }
 }
