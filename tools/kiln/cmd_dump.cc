@@ -78,6 +78,7 @@ Command add_dump_command(CLI::App& parent) {
                      emit.registers.max_cluster = 16, emit.shared_budget_bytes = 227 * 1024 - 1024;
                      emit.registers.shared_per_multiprocessor = 228 * 1024;
                      emit.registers.shared_per_block = emit.shared_budget_bytes;
+                     emit.registers.cluster_mail = true;
                    }
                    for (const auto& k : gpu_lowered->kernels)
                      cuda_kernels.push_back(codegen::cuda::emit_cuda_kernel(k.kernel, emit));
