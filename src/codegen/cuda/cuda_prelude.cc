@@ -489,7 +489,6 @@ __device__ inline kiln_mean_m2 kiln_warp_fold(kiln_mean_m2 p) {
 }
 __device__ inline kiln_mean_m2 kiln_fold_identity(kiln_mean_m2) { return {0.0f, 0.0f, 0.0f}; }
 
-// P: kiln_max_sum or kiln_mean_m2 (a struct of floats).
 // Cluster mail (sm_90): block b's partial of a fused reduction goes straight into slot b of every
 // block of the cluster (st.async, which completes the receiver's mbarrier), and each block waits
 // for its kCluster partials — no cluster-wide barrier a row. Two slots and barriers per call site
@@ -534,7 +533,8 @@ template <int kCluster, int kSite, typename P> __device__ inline P kiln_mail_com
 #endif
 }
 
-// kMail: the cluster combine by mail (kiln_mail_combine) instead of a cluster barrier.
+// P: kiln_max_sum or kiln_mean_m2 (a struct of floats). kMail: the cluster combine by mail
+// (kiln_mail_combine) instead of a cluster barrier.
 template <int kCluster, int kSite, typename P, bool kMail = false> __device__ inline P kiln_reduce_fused(P p, int parity) {
   __shared__ P kiln_warps[2][32];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
