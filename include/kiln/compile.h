@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,9 @@ struct CompileOptions {
   // decompositions before scheduling, so that they fuse; ops whose decomposition is missing stay
   // whole and run as library calls.
   bool decompose = true;
+  // Ops kept whole even where they have a decomposition: a target with a kernel of its own for
+  // them (compile_cuda: attention, which it first decomposes where its kernel cannot run it).
+  std::set<Op> keep_whole;
   // Adds -march=native: faster, but the shared objects (and the cache entries) then only run on
   // machines like this one. Off by default so caches are portable.
   bool march_native = false;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <set>
 #include <string>
 
 #include "kiln/compile.h"
@@ -52,6 +53,9 @@ struct CudaCompileOptions {
   // Pointwise kernels take up to 16 bytes of consecutive points per thread, moving contiguous
   // buffers as vectors.
   bool vector_points = true;
+  // Attention on f16/bf16 (no mask operand, head dim a multiple of 16 up to 128) as one fused
+  // kernel instead of matmul, softmax and matmul over the materialised scores (sm_80 and newer).
+  bool fused_attention = true;
 };
 
 // Empty when this build has the CUDA backend and a CUDA device is usable here; otherwise why not
@@ -62,5 +66,10 @@ std::string cuda_unavailable_reason();
 // the captured launches and copies outputs back; Executable::stats() reports the NVRTC compile.
 // Throws kiln::Error naming the node for ops the GPU backend has no kernel for.
 std::shared_ptr<Executable> compile_cuda(const Graph& g, const CudaCompileOptions& options = {});
+
+// High-level ops compile_cuda runs whole where a kernel of its own can (it decomposes the other
+// instances itself): give them to kiln::optimize as OptimizeOptions::target.native_ops, or the
+// optimizer turns them into primitives first.
+inline std::set<Op> cuda_native_ops() { return {Op::Attention}; }
 
 }  // namespace kiln

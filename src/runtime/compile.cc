@@ -32,14 +32,15 @@ bool can_generate(const Node& n) {
 }
 
 // Rewrites high-level ops that no kernel generates directly into primitives, so they fuse.
-std::vector<std::string> decompose_for_fusion(Graph& g) {
+std::vector<std::string> decompose_for_fusion(Graph& g, const std::set<Op>& keep_whole) {
   std::vector<std::string> notes;
   std::set<int> failed;
   for (bool changed = true; changed;) {
     changed = false;
     for (Node* n : g.node_list()) {
       const OpInfo& info = n->info();
-      if (!info.decompose || can_generate(*n) || lower::is_index_view(*n) || failed.count(n->id)) continue;
+      if (!info.decompose || keep_whole.count(n->op) || can_generate(*n) || lower::is_index_view(*n) || failed.count(n->id))
+        continue;
       std::string what = n->describe();
       g.set_insertion_point(n);
       try {
@@ -121,7 +122,7 @@ std::shared_ptr<runtime::CompiledExecutable> lower_graph(const Graph& input, con
   exe->options = opt;
   exe->graph = input.clone();
   Graph& g = *exe->graph;
-  if (opt.decompose) exe->decomposition_notes = decompose_for_fusion(g);
+  if (opt.decompose) exe->decomposition_notes = decompose_for_fusion(g, opt.keep_whole);
   exe->symbols = graph_symbols(g);
   lower::ScheduleOptions so;
   so.fuse = opt.fuse;

@@ -72,6 +72,7 @@ const bool registered = [] {
     return it->second->run(inputs, sb);
   };
   b.copy_gbps = device_copy_gbps;
+  b.native_ops = cuda_native_ops();
   register_cuda_backend(std::move(b));
   return true;
 }();

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,8 @@ struct DeviceBackend {
   std::function<std::vector<HostTensor>(const Graph&, const std::vector<HostTensor>&, Scoreboard*)> run_eager;
   // Device-to-device copy bandwidth of `bytes`, GB/s (read + write counted), for the gap meter.
   std::function<double(int64_t bytes)> copy_gbps;
+  // High-level ops the optimizer keeps whole for `compile` (its own kernels run them).
+  std::set<Op> native_ops;
 };
 
 // Called once by the CUDA backend (e.g. from a static registrar in a file compiled only with

@@ -14,7 +14,9 @@ CompiledGraph optimize_and_compile(const Graph& g, const ExecOptions& options) {
   out.optimized = g.clone();
   if (options.optimize) {
     PhaseScope phase("optimize");
-    out.pass_stats = optimize(*out.optimized);
+    OptimizeOptions oo;
+    if (options.device) oo.target.native_ops = options.device->native_ops;
+    out.pass_stats = optimize(*out.optimized, oo);
   }
   CompileOptions copts;
   copts.num_threads = options.threads;

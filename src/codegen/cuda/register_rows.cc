@@ -203,7 +203,9 @@ RowStaging plan_register_rows(const std::vector<Stmt>& row_body, const std::vect
   // with bulk rows: softmax [512x262144] ran at 3.20 TB/s so, 3.03 with bulk rows and mail, 2.72
   // with bulk rows and a cluster barrier a row (layer norm there stays unfused, and bulk rows gave
   // it 2.01 against 1.78).
-  if (s.bulk_stages > 0 && s.cluster > 1 && options.cluster_mail && !s.fused.empty()) {
+  // Layer norm's mean and variance, unfused beside bulk rows, fuse there (plan_one): 2.54 TB/s on
+  // [512x262144] against 2.01 with bulk rows and two cluster reductions a row.
+  if (s.bulk_stages > 0 && s.cluster > 1 && options.cluster_mail) {
     RegisterRowOptions registers_only = options;
     registers_only.bulk_stages = 0;
     RowStaging r = plan_one(row_body, grid_vars, params, registers_only);
@@ -316,14 +318,18 @@ RowStaging plan_one(const std::vector<Stmt>& row_body, const std::vector<std::st
     used += input_words;
   }
   // Mean and variance fuse only up to 16 elements a thread (fuse_norm_max_per_thread), with 96
-  // registers a thread or more, or in bulk rows of one block (no prefetch array, no cluster): their
-  // reduction keeps ~6 more values live, and at 32 elements (64 registers) layer_norm then spilled
-  // and ran 5-25% slower than unfused on the H200 (bench/results/gpu-h200-compiled-*.md); as bulk
-  // rows [4096x32768] ran at 3.24 TB/s fused, 2.70 unfused (split over a cluster: 1.91 and 1.94).
+  // registers a thread or more, in bulk rows of one block (no prefetch array, no cluster), or split
+  // over a cluster by mail: their reduction keeps ~6 more values live, and at 32 elements (64
+  // registers) layer_norm then spilled and ran 5-25% slower than unfused on the H200
+  // (bench/results/gpu-h200-compiled-*.md); as bulk rows [4096x32768] ran at 3.24 TB/s fused, 2.70
+  // unfused (split over a cluster with a barrier: 1.91 and 1.94; by mail with the register
+  // prefetch [512x262144] ran at 2.54 fused, two cluster reductions a row 2.01).
   const int registers = 65536 / std::max(1, options.occupancy_threads);
+  const bool by_mail = out.cluster > 1 && options.cluster_mail && out.bulk_stages == 0;
   if (options.fuse_reductions)
     out.fused = fuse_row_reductions(out.body, /*mean_squares=*/out.per_thread <= options.fuse_norm_max_per_thread ||
-                                                   registers >= 96 || (out.bulk_stages > 0 && out.cluster == 1));
+                                                   registers >= 96 || (out.bulk_stages > 0 && out.cluster == 1) ||
+                                                   by_mail);
   plan_kept_values(out, options.register_words - used);
   plan_reciprocals(out, params);
   return out;

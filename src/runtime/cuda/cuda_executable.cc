@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <cmath>
 #include <iterator>
+#include <limits>
 #include <optional>
 #include <sstream>
 
@@ -60,8 +62,33 @@ std::vector<char> read_file(const std::string& path) {
 
 // split -> one static slice per piece: slices are views the kernels read through, so the pieces
 // are never copied (the GPU has no library kernel for split).
-void prepare_graph_for_cuda(Graph& g) {
+bool fused_attention_supports(const Node& n) {
+  if (n.op != Op::Attention || n.inputs.size() != 3 || n.outputs.size() != 1) return false;  // no mask operand
+  const TensorType &q = n.inputs[0]->type, &k = n.inputs[1]->type, &v = n.inputs[2]->type;
+  if (q.dtype != DType::BF16 && q.dtype != DType::F16) return false;
+  if (k.dtype != q.dtype || v.dtype != q.dtype || n.outputs[0]->type.dtype != q.dtype) return false;
+  const int rank = q.rank();
+  if (rank < 3 || k.rank() != rank || v.rank() != rank) return false;
+  for (int i = 0; i < rank - 2; ++i)
+    if (!(q.shape[size_t(i)] == k.shape[size_t(i)]) || !(q.shape[size_t(i)] == v.shape[size_t(i)])) return false;
+  const std::optional<int64_t> d = q.shape.back().maybe_constant();
+  if (!d || !codegen::cuda::fused_attention_head_dim_supported(*d)) return false;
+  return k.shape.back().maybe_constant() == d && v.shape.back().maybe_constant() == d &&
+         k.shape[size_t(rank - 2)] == v.shape[size_t(rank - 2)];
+}
+
+void prepare_graph_for_cuda(Graph& g, bool fused_attention) {
   for (Node* n : g.node_list()) {
+    // Attention the fused kernel cannot run becomes primitives here; the rest stays whole
+    // (compile_cuda keeps it out of the generic decomposition).
+    if (n->op == Op::Attention && !(fused_attention && fused_attention_supports(*n))) {
+      g.set_insertion_point(n);
+      std::vector<Value*> parts = n->info().decompose(g, *n);
+      for (size_t i = 0; i < parts.size(); ++i) g.replace_all_uses(n->outputs[i], parts[i]);
+      g.set_insertion_point(nullptr);
+      g.erase_node(n);
+      continue;
+    }
     if (n->op != Op::Split) continue;
     int64_t rank = n->inputs[0]->type.rank();
     int64_t axis = n->attrs.get_int("axis");
@@ -208,6 +235,35 @@ DeviceArenaPlan CudaExecutable::device_memory_plan(const std::map<std::string, i
   return out;
 }
 
+// One fused attention launch for these dims: a block per 64 query rows of each (batch, head).
+void CudaExecutable::plan_attention(const Node& n, const std::map<std::string, int64_t>& dims, StepPlan& plan) const {
+  namespace cg = codegen::cuda;
+  const std::vector<int64_t> q = eval_shape(n.inputs[0]->type.shape, dims), k = eval_shape(n.inputs[1]->type.shape, dims);
+  const size_t rank = q.size();
+  const int64_t heads = product(q, 0, rank - 2), tq = q[rank - 2], tk = k[rank - 2], d = q.back();
+  const int64_t query_blocks = (tq + cg::kFusedAttentionQueryRows - 1) / cg::kFusedAttentionQueryRows;
+  KILN_CHECK(heads <= std::numeric_limits<int32_t>::max() && query_blocks <= 65535 && tk <= std::numeric_limits<int32_t>::max(),
+             n.describe(), ": too large for the fused attention kernel's grid (", heads, " heads of ", tq, " queries, ", tk,
+             " keys)");
+  cg::FusedAttentionArgs a;
+  a.tq = int(tq);
+  a.tk = int(tk);
+  a.causal = n.attrs.get_int("causal") != 0;
+  a.causal_offset = int(tk - tq);
+  const double scale = n.attrs.get_float("scale") != 0 ? n.attrs.get_float("scale") : 1.0 / std::sqrt(double(d));
+  a.scale_log2 = float(scale * 1.4426950408889634);  // log2(e)
+  plan.attention = a;
+  plan.buffers = {n.inputs[0], n.inputs[1], n.inputs[2], n.outputs[0]};
+  plan.fn = attention_functions_.at(cg::fused_attention_kernel_name(n.outputs[0]->type.dtype, d));
+  plan.shape.grid_x = unsigned(heads);
+  plan.shape.grid_y = unsigned(query_blocks);
+  plan.shape.block_x = unsigned(cg::kFusedAttentionThreads);
+  plan.shape.shared_bytes = unsigned(cg::fused_attention_shared_bytes(d));
+  int64_t pairs = 0;  // (query, key) pairs kept: the two products' multiply-adds
+  for (int64_t i = 0; i < tq; ++i) pairs += a.causal ? std::clamp<int64_t>(i + a.causal_offset + 1, 0, tk) : tk;
+  plan.attention_flops = 4.0 * double(heads) * double(pairs) * double(d);
+}
+
 CudaExecutable::Binding& CudaExecutable::binding_for(const std::vector<HostTensor>& inputs) {
   const Graph& g = *lowered->graph;
   KILN_CHECK(inputs.size() == g.inputs().size(), "graph '", g.name(), "' takes ", g.inputs().size(),
@@ -286,7 +342,9 @@ CudaExecutable::Binding& CudaExecutable::binding_for_dims(const std::map<std::st
       b->steps.push_back(std::move(plan));
       continue;
     }
-    if (step.library) {
+    if (step.library && step.node->op == Op::Attention) {
+      plan_attention(*step.node, dims, plan);
+    } else if (step.library) {
       const Node& n = *step.node;
       std::vector<int64_t> as = eval_shape(n.inputs[0]->type.shape, dims);
       std::vector<int64_t> bs = eval_shape(n.inputs[1]->type.shape, dims);
@@ -383,6 +441,21 @@ void CudaExecutable::enqueue(Binding& b) {
         plan.matmul->run(device_ptr(plan.buffers[0]), device_ptr(plan.buffers[1]),
                          plan.buffers.size() > 3 ? device_ptr(plan.buffers[3]) : 0, device_ptr(plan.buffers[2]),
                          b.workspace.data(), *stream_, plan.buffers.size() > 4 ? device_ptr(plan.buffers[4]) : 0);
+      if (plan.attention) {
+        codegen::cuda::FusedAttentionArgs args = *plan.attention;
+        args.q = reinterpret_cast<const void*>(device_ptr(plan.buffers[0]));
+        args.k = reinterpret_cast<const void*>(device_ptr(plan.buffers[1]));
+        args.v = reinterpret_cast<const void*>(device_ptr(plan.buffers[2]));
+        args.out = reinterpret_cast<void*>(device_ptr(plan.buffers[3]));
+        if (args.tk == 0) {  // no keys: the product with an empty v is zeros
+          const Value* out = plan.buffers[3];
+          KILN_CU(api.cuMemsetD8Async(device_ptr(out), 0, size_t(out->type.numel().evaluate(b.dims)) * dtype_size(out->type.dtype),
+                                      stream_->handle()));
+        } else if (plan.shape.grid_x > 0 && plan.shape.grid_y > 0) {
+          void* params[] = {&args};
+          launch_kernel(plan.fn, plan.shape, *stream_, params);
+        }
+      }
       continue;
     }
     HostKilnArgs args{};
@@ -489,10 +562,11 @@ void CudaExecutable::record(Binding& b, Scoreboard* sb) {
       for (size_t k = 0; k < plan.buffers.size(); ++k) {
         const Value* v = plan.buffers[k];
         int64_t bytes = v->type.numel().evaluate(b.dims) * dtype_size(v->type.dtype);
-        (k == 2 ? rec.bytes_written : rec.bytes_read) += bytes;
+        (k == (plan.attention ? 3 : 2) ? rec.bytes_written : rec.bytes_read) += bytes;
       }
-      if (plan.buffers.size() > 3) rec.name += "+epilogue";
+      if (plan.matmul && plan.buffers.size() > 3) rec.name += "+epilogue";
       if (plan.matmul) rec.flops = plan.matmul->flops();
+      if (plan.attention) rec.flops = plan.attention_flops;
     } else {
       const lower::LoweredKernel& lk = lowered->kernels[size_t(plan.kernel)];
       for (size_t p = 0; p < lk.param_values.size(); ++p) {
@@ -618,17 +692,28 @@ std::shared_ptr<Executable> compile_cuda(const Graph& g, const CudaCompileOption
   for (const Value* in : g.inputs())
     KILN_CHECK(!(in->type.is_tensor() && in->type.dtype == DType::Str), "compile_cuda: input '", in->name,
                "' has dtype str; string tensors run only on the CPU (kiln::compile)");
+  CudaDevice& device = CudaDevice::get(options.device);
+  device.make_current();
+  // The fused attention kernel needs mma.sync on f16/bf16 and cp.async (sm_80).
+  const bool fused_attention = options.fused_attention && device.info().compute_major >= 8;
   std::unique_ptr<Graph> prepared = g.clone();
-  prepare_graph_for_cuda(*prepared);
-  exe->lowered = runtime::lower_for_target(*prepared, options.base, "kiln_cu_");
+  prepare_graph_for_cuda(*prepared, fused_attention);
+  CompileOptions base = options.base;
+  if (fused_attention) base.keep_whole.insert(Op::Attention);
+  exe->lowered = runtime::lower_for_target(*prepared, base, "kiln_cu_");
   const runtime::CompiledExecutable& low = *exe->lowered;
   std::set<const Value*> host_values;
+  std::set<std::pair<DType, int64_t>> attention_kernels;
   for (const runtime::Step& step : low.steps) {
     if (!step.library) continue;
     const Node& n = *step.node;
     // Host steps: shape_of, and non-matmul library ops whose operands are all constants or
     // host-step results (the shape arithmetic of symbolic dims).
     bool on_host = n.op == Op::ShapeOf;
+    if (n.op == Op::Attention) {  // kept whole only where the fused kernel runs it
+      attention_kernels.insert({n.outputs[0]->type.dtype, *n.inputs[0]->type.shape.back().maybe_constant()});
+      continue;
+    }
     if (!on_host && n.op != Op::MatMul) {
       on_host = true;
       for (const Value* v : n.inputs) {
@@ -662,8 +747,6 @@ std::shared_ptr<Executable> compile_cuda(const Graph& g, const CudaCompileOption
       }
     }
   }
-  CudaDevice& device = CudaDevice::get(options.device);
-  device.make_current();
   codegen::cuda::CudaEmitOptions emit;
   // The opt-in shared memory per block, less what the block reductions declare statically.
   emit.shared_budget_bytes = std::max<int64_t>(0, int64_t(device.info().max_shared_per_block_optin) - 1024);
@@ -688,13 +771,14 @@ std::shared_ptr<Executable> compile_cuda(const Graph& g, const CudaCompileOption
   }
   for (const auto& lk : low.kernels) exe->kernel_sources.push_back(codegen::cuda::emit_cuda_kernel(lk.kernel, emit));
   exe->source_ = codegen::cuda::cuda_translation_unit(exe->kernel_sources);
+  exe->source_ += codegen::cuda::fused_attention_source(attention_kernels);
   for (const auto& k : exe->kernel_sources) exe->uses_status_ |= k.source.find(", kiln_status)") != std::string::npos;
   exe->stats_.kernels_generated = low.stats_.kernels_generated;
   exe->stats_.library_calls = low.stats_.library_calls;
   const Clock::time_point t1 = Clock::now();
   exe->stats_.lower_ms = millis(t0, t1);
 
-  if (!low.kernels.empty()) {
+  if (!low.kernels.empty() || !attention_kernels.empty()) {
     const std::string arch = device.info().arch();
     const NvrtcStatus& nv = nvrtc_status();
     KILN_CHECK(nv.loaded, nv.message);
@@ -725,6 +809,12 @@ std::shared_ptr<Executable> compile_cuda(const Graph& g, const CudaCompileOption
       // opting in even when the dynamic part alone does not (48 KiB of staged rows did).
       if (k.shared_bytes > 0) allow_dynamic_shared(exe->functions.back(), int(k.shared_bytes));
       if (k.cluster > 8) allow_non_portable_cluster(exe->functions.back());
+    }
+    for (const auto& [dtype, d] : attention_kernels) {
+      const std::string name = codegen::cuda::fused_attention_kernel_name(dtype, d);
+      CUfunction fn = exe->module->function(name);
+      allow_dynamic_shared(fn, int(codegen::cuda::fused_attention_shared_bytes(d)));
+      exe->attention_functions_[name] = fn;
     }
     exe->stats_.load_ms = millis(c1, Clock::now());
   }

@@ -7,10 +7,12 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "codegen/cuda/attention_kernel.h"
 #include "codegen/cuda/cuda_emitter.h"
 #include "kiln/cuda.h"
 #include "lower/memory_plan.h"
@@ -34,8 +36,13 @@ struct EpilogueMatch {
 // side without batch (numpy broadcasting of a single matrix), or 1-D operands.
 bool cuda_matmul_batch_supported(std::vector<int64_t> a, std::vector<int64_t> b);
 
-// Rewrites what the GPU has no kernel for into what it has (split -> slices, which are views).
-void prepare_graph_for_cuda(Graph& g);
+// Whether the fused attention kernel (codegen/cuda/attention_kernel.h) runs this node: f16/bf16
+// q, k, v of equal batch dims and head dim (a multiple of 16 up to 128), no mask operand.
+bool fused_attention_supports(const Node& n);
+
+// Rewrites what the GPU has no kernel for into what it has (split -> slices, which are views;
+// attention the fused kernel cannot run, or all of it without `fused_attention`, -> primitives).
+void prepare_graph_for_cuda(Graph& g, bool fused_attention = false);
 
 // The intermediates of one binding in one device arena: plan.offsets[i] is values[i]'s offset.
 struct DeviceArenaPlan {
@@ -83,6 +90,7 @@ class CudaExecutable : public Executable {
   std::map<size_t, size_t> epilogue_into_;
   std::set<size_t> skipped_steps_;
   std::set<size_t> host_steps_;
+  std::map<std::string, CUfunction> attention_functions_;  // fused attention kernels by name
   bool uses_status_ = false;  // some kernel reports integer division by zero through the status word  // shape arithmetic: computed on the CPU at bind time, no launch
 
  private:
@@ -95,7 +103,10 @@ class CudaExecutable : public Executable {
     LaunchShape shape;
     std::vector<const Value*> buffers;  // kernel: params; library: inputs then outputs
     std::unique_ptr<LtMatmul> matmul;
+    std::optional<codegen::cuda::FusedAttentionArgs> attention;  // pointers filled at each enqueue
+    double attention_flops = 0;
   };
+  void plan_attention(const Node& n, const std::map<std::string, int64_t>& dims, StepPlan& plan) const;
   Binding& binding_for(const std::vector<HostTensor>& inputs);
   Binding& binding_for_dims(const std::map<std::string, int64_t>& dims, bool external_inputs);
   void enqueue(Binding& b);

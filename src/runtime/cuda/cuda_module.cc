@@ -24,7 +24,7 @@ CUfunction CudaModule::function(const std::string& kernel_name) const {
 }
 
 void launch_kernel(CUfunction kernel, const LaunchShape& shape, const Stream& stream, void** args) {
-  KILN_CU(driver().cuLaunchKernel(kernel, shape.grid_x, 1, 1, shape.block_x, 1, 1,
+  KILN_CU(driver().cuLaunchKernel(kernel, shape.grid_x, shape.grid_y, 1, shape.block_x, 1, 1,
                                   shape.shared_bytes, stream.handle(), args, nullptr));
 }
 

@@ -13,6 +13,7 @@ class Stream;
 
 struct LaunchShape {
   unsigned grid_x = 1;
+  unsigned grid_y = 1;
   unsigned block_x = 1;
   unsigned shared_bytes = 0;
 };

@@ -300,12 +300,20 @@ TEST(CudaCodegen, RowsAreHeldInRegistersAndLongRowsSplitOverAClusters) {
   EXPECT_NE(mail_split.source.find("++kiln_parity;"), std::string::npos) << mail_split.source;
   EXPECT_EQ(mail_split.bulk_stages, 0) << mail_split.source;
   EXPECT_NE(mail_split.source.find("kiln_next0"), std::string::npos) << mail_split.source;
+  // Layer norm split over a cluster by mail: mean and variance in one exchange a row, not two.
+  auto mail_norm = row_kernel(Op::LayerNorm, DType::BF16, 2, 262144, mail_options, "_mail_norm");
+  EXPECT_EQ(mail_norm.cluster, 8) << mail_norm.source;
+  EXPECT_EQ(mail_norm.bulk_stages, 0) << mail_norm.source;
+  EXPECT_NE(mail_norm.source.find("kiln_reduce_fused<8, 0, kiln_mean_m2, true>(kiln_mean_m2{"), std::string::npos)
+      << mail_norm.source;
+  EXPECT_EQ(mail_norm.source.find("kiln_cluster_reduce<"), std::string::npos) << mail_norm.source;
   // 16 elements a thread keep the register prefetch; rows not whole 16-byte vectors too.
   EXPECT_EQ(row_kernel(Op::Softmax, DType::BF16, 64, 4096, bulk_options, "_short").bulk_stages, 0);
   EXPECT_EQ(row_kernel(Op::Softmax, DType::BF16, 2, 32766, bulk_options, "_odd").bulk_stages, 0);
   if (!cuda::nvrtc_status().loaded) GTEST_SKIP() << cuda::nvrtc_status().message;
   std::string source = codegen::cuda::cuda_translation_unit({softmax, f32_softmax, norm, long_norm, unfused, split, unsplit,
-                                                             bulk_softmax, bulk_norm, bulk_cluster, bulk_split, mail_split});
+                                                             bulk_softmax, bulk_norm, bulk_cluster, bulk_split, mail_split,
+                                                             mail_norm});
   EXPECT_NO_THROW(cuda::nvrtc_compile(source, "register_rows.cu", "sm_90", {"--std=c++17", "-diag-suppress=550,177"}));
 }
 

@@ -1,0 +1,46 @@
+// The fused attention kernel's CUDA source: softmax(q k^T * scale, causal) v for f16/bf16 in one
+// launch, the scores never leaving the multiprocessor (flash-attention style: tiles of keys, an
+// online softmax, tensor-core mma.sync). Why: decomposed, attention writes and reads the whole
+// [B, H, Tq, Tk] score matrix (268 MB per GPT-2-medium block at B=8, T=1024) and takes three
+// kernels; fused, it reads q, k, v once and writes the output once.
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "kiln/dtype.h"
+
+namespace kiln::codegen::cuda {
+
+// Head dims the kernel takes (a multiple of 16, the mma's k; at most 128 for its registers).
+bool fused_attention_head_dim_supported(int64_t head_dim);
+
+// The entry point for one element type (f16 or bf16) and head dim, e.g. kiln_attention_bf16_d64.
+std::string fused_attention_kernel_name(DType dtype, int64_t head_dim);
+
+// CUDA C for the kernels named: the shared template once, one extern "C" entry point each. Needs
+// sm_80 or newer (mma.sync m16n8k16 on f16/bf16, cp.async, ldmatrix).
+std::string fused_attention_source(const std::set<std::pair<DType, int64_t>>& kernels);
+
+// The launch: blocks of kThreads threads, each kQueryRows query rows of one (batch, head); the
+// grid is (batch*heads, ceil(Tq / kQueryRows)); this many bytes of dynamic shared memory.
+constexpr int kFusedAttentionThreads = 128;
+constexpr int kFusedAttentionQueryRows = 64;
+int64_t fused_attention_shared_bytes(int64_t head_dim);
+
+// The kernel's one parameter, passed by value (its layout matches the struct in the source).
+struct FusedAttentionArgs {
+  const void* q = nullptr;  // [BH, Tq, D], contiguous
+  const void* k = nullptr;  // [BH, Tk, D]
+  const void* v = nullptr;  // [BH, Tk, D]
+  void* out = nullptr;      // [BH, Tq, D]
+  int tq = 0;
+  int tk = 0;
+  int causal = 0;         // keep key j for query i only when j <= i + causal_offset
+  int causal_offset = 0;  // Tk - Tq: the causal mask aligned to the bottom right, as the op says
+  float scale_log2 = 0;   // scale * log2(e): the kernel exponentiates with exp2
+};
+
+}  // namespace kiln::codegen::cuda
