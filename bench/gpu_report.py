@@ -80,7 +80,8 @@ if row_forms:
       "exp, weights from L1, no prefetch); rows staged in shared memory; no bulk rows (the register prefetch instead, as "
       "before bulk rows); bulk rows with at most 2 stages; bulk rows from 16 elements a thread; layer norm's mean and "
       "variance fused at 32 elements a thread in every form; bulk rows in blocks of at most 256 threads (split over clusters); "
-      "cluster mail with the register prefetch; a cluster barrier a row instead of mail")
+      "cluster mail with the register prefetch; a cluster barrier a row instead of mail; "
+      "split over a cluster, weights read from L1/L2 every row instead of a copy in shared memory")
     w("")
     w("| workload | form | TB/s | ms | threads | cluster | shared KiB a block |")
     w("|---|---|---|---|---|---|---|")
@@ -88,7 +89,7 @@ if row_forms:
         for name in ("softmax", "layernorm"):
             for suffix in ("", "@unfused", "@unchunked", "@noprefetch", "@waves", "@occ768", "@threads512", "@threads1024", "@cluster8",
                            "@words16", "@shared", "@nobulk", "@bulk2", "@bulk16", "@bulkfusednorm", "@bulk256",
-                           "@mailnobulk", "@barrier"):
+                           "@mailnobulk", "@barrier", "@weightsl1"):
                 v = k.get(f"{name}_{shape}{suffix}")
                 if v:
                     w(f"| {name} bf16 {shape} | {suffix[1:] or 'default'} | {v['TBps']:.2f} | {v['ms']:.3f} | "

@@ -48,6 +48,8 @@ struct CudaCompileOptions {
   // Fused row reductions across a cluster exchange partials by mail (st.async + mbarrier) instead
   // of a cluster barrier a row.
   bool row_cluster_mail = true;
+  // Split over a cluster, weights read a chunk at a time come from a copy in shared memory.
+  bool row_weights_in_shared = true;
   // 32-bit registers a thread may spend on row arrays, kept values and weights (row_staging.h).
   int row_register_words = 48;
   // Pointwise kernels take up to 16 bytes of consecutive points per thread, moving contiguous

@@ -92,6 +92,7 @@ struct RowVariant {
   int fuse_norm_max_per_thread = 16;  // 32: layer norm's mean and variance fused at 32 elements too
   int max_threads = 1024;             // 256: bulk rows split over a cluster of 256-thread blocks
   bool mail = true;                   // false: fused reductions across a cluster by a cluster barrier
+  bool weights_in_shared = true;      // false: chunked weights from L1/L2 every row
 };
 const RowVariant kRowVariants[] = {
     {""},
@@ -112,6 +113,7 @@ const RowVariant kRowVariants[] = {
     {"@bulk256", true, 256, 16, true, 48, true, 32, 1024, true, true, 3, 32, 16, 256},
     {"@mailnobulk", true, 256, 16, true, 48, true, 32, 1024, true, true, 0, 32, 16, 1024, true},
     {"@barrier", true, 256, 16, true, 48, true, 32, 1024, true, true, 3, 32, 16, 1024, false},
+    {"@weightsl1", true, 256, 16, true, 48, true, 32, 1024, true, true, 3, 32, 16, 1024, true, false},
 };
 
 void rows(Results& r, bool quick) {
@@ -148,6 +150,7 @@ void rows(Results& r, bool quick) {
         o.row_fuse_norm_max_per_thread = v.fuse_norm_max_per_thread;
         o.row_max_threads = v.max_threads;
         o.row_cluster_mail = v.mail;
+        o.row_weights_in_shared = v.weights_in_shared;
         auto exe = compile_cuda(g, o);
         auto& cx = as_cuda(exe);
         cx.bind(in);

@@ -164,6 +164,21 @@ struct Printer {
     }
   }
 
+  // RowStaging::chunked_in_shared: the block's part of each chunked weight copied into shared
+  // memory once (kiln_w<param>, indexed from kiln_first), before any row reads it.
+  void emit_weights_to_shared(const RowStaging& staging, CudaKernelSource& out) {
+    out.shared_bytes = staging.shared_bytes;
+    line(1, str("extern __shared__ __align__(16) unsigned char kiln_smem[];  // ", staging.shared_bytes,
+                " bytes: the block's part of the weights"));
+    for (const StagedBuffer& b : staging.chunked) {
+      const std::string t = c_storage_type(b.dtype);
+      line(1, str(t, "* const kiln_w", b.param, " = reinterpret_cast<", t, "*>(kiln_smem + ", b.offset, ");  // p", b.param));
+      line(1, str("for (int kiln_i = int(threadIdx.x); kiln_i < kiln_valid; kiln_i += kiln_block) kiln_w", b.param,
+                  "[kiln_i] = p", b.param, "[(", c_index_expression(b.base), ") + kiln_first + kiln_i];"));
+    }
+    line(1, "__syncthreads();  // the weights are in shared memory");
+  }
+
   // Fused reductions across a cluster by mail (kiln_mail_combine) instead of a cluster barrier.
   bool cluster_mail(const RowStaging& staging) const {
     return options.registers.cluster_mail && staging.cluster > 1 && !staging.fused.empty();
@@ -222,7 +237,10 @@ struct Printer {
       bool read = false;
       for (const Stmt& leaf : st.body)
         visit_loads(leaf.value, [&](const lower::Scalar& l) { read |= l.param == kStagedParamBase + b.param; });
-      if (read)
+      if (read && staging.chunked_in_shared)
+        line(inner, str("if (kiln_e % ", staging.vector, " == 0) kiln_load_chunk<", staging.vector, ">(p",
+                        kStagedParamBase + b.param, ", kiln_e, kiln_w", b.param, " + (", st.var, " - kiln_first));"));
+      else if (read)
         line(inner, str("if (kiln_e % ", staging.vector, " == 0) kiln_load_chunk<", staging.vector, ">(p",
                         kStagedParamBase + b.param, ", kiln_e, p", b.param, " + (", c_index_expression(b.base), ") + ",
                         st.var, ");"));
@@ -585,6 +603,7 @@ struct Printer {
         line(1, str("constexpr ", idx, " kiln_end = ", staging.row_elements, "; (void)kiln_end;"));
       }
       emit_register_arrays(staging, /*row_invariant=*/true, 1);
+      if (staging.chunked_in_shared) emit_weights_to_shared(staging, out);
       if (staging.prefetch) emit_prefetch_start(staging, nest, first_row, 1);
       if (staging.bulk_stages > 0) {
         out.shared_bytes = staging.shared_bytes;

@@ -301,6 +301,18 @@ RowStaging plan_one(const std::vector<Stmt>& row_body, const std::vector<std::st
   }
 
   out.chunked = chunked;  // (out.buffers keeps the ring offsets plan_bulk_rows gave the inputs)
+  // Split over a cluster, the block's part of the weights fits in the shared memory bulk rows
+  // would otherwise use (64 KiB a weight for a [512x262144] bf16 layer norm): copied there once.
+  if (options.weights_in_shared && !out.chunked.empty() && cluster > 1 && out.bulk_stages == 0 &&
+      options.shared_per_multiprocessor > 0) {
+    int64_t bytes = 0;
+    for (StagedBuffer& b : out.chunked) b.offset = bytes, bytes += round_up(block_elements * dtype_size(b.dtype), 16);
+    const int64_t blocks = std::max(1, options.occupancy_threads / threads);
+    if (bytes <= options.shared_per_block && blocks * (bytes + 1024) <= options.shared_per_multiprocessor) {
+      out.chunked_in_shared = true;
+      out.shared_bytes = bytes;
+    }
+  }
   // Chunked stores only where they make room for chunked weights: on the H200 they cost softmax
   // 5-8% (it ran at 3.62 TB/s on [32768x4096] with them, 3.82 without) but let layer norm split
   // over a cluster read its weights a chunk at a time without spilling (+3%).

@@ -99,6 +99,11 @@ struct RowStaging {
   // instead of all at once after the loops: a chunk's registers are free as soon as it is written
   // (32 elements a thread otherwise held the whole output row live, and the weights' chunks spilled).
   bool chunked_stores = false;
+  // Chunked weights of a row split over a cluster, copied once per kernel into shared memory (a
+  // block always holds the same part of the row; StagedBuffer::offset places each): the chunks
+  // are read there instead of from L1/L2 every row (layer norm reads 2 bytes of weights per byte
+  // of x).
+  bool chunked_in_shared = false;
   // Bulk rows (sm_90): the per-row inputs of the block's next `bulk_stages - 1` rows are copied
   // into a ring of shared-memory stages by the copy engine (cp.async.bulk, one copy per buffer and
   // row, completing the stage's mbarrier), and each row's registers are filled from its stage.
@@ -151,6 +156,7 @@ struct RegisterRowOptions {
   // Fused reductions across a cluster exchange the blocks' partials by mail (st.async completing
   // an mbarrier of each receiver) instead of a cluster barrier a row.
   bool cluster_mail = false;
+  bool weights_in_shared = true;  // RowStaging::chunked_in_shared where shared memory allows
 };
 
 // Where the bulk ring's first stage starts in the dynamic shared memory (the mbarriers come first).

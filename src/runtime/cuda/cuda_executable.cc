@@ -765,6 +765,7 @@ std::shared_ptr<Executable> compile_cuda(const Graph& g, const CudaCompileOption
   emit.registers.bulk_stages = options.row_bulk_stages;
   emit.registers.bulk_min_per_thread = std::max(1, options.row_bulk_min_per_thread);
   emit.registers.cluster_mail = options.row_cluster_mail && device.info().compute_major >= 9;
+  emit.registers.weights_in_shared = options.row_weights_in_shared;
   if (device.info().compute_major >= 9) {  // cp.async.bulk and mbarrier transaction counts
     emit.registers.shared_per_multiprocessor = device.info().max_shared_per_multiprocessor;
     emit.registers.shared_per_block = emit.shared_budget_bytes;

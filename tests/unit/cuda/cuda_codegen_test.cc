@@ -307,6 +307,11 @@ TEST(CudaCodegen, RowsAreHeldInRegistersAndLongRowsSplitOverAClusters) {
   EXPECT_NE(mail_norm.source.find("kiln_reduce_fused<8, 0, kiln_mean_m2, true>(kiln_mean_m2{"), std::string::npos)
       << mail_norm.source;
   EXPECT_EQ(mail_norm.source.find("kiln_cluster_reduce<"), std::string::npos) << mail_norm.source;
+  // Its weights: the block's 32768 copied once into shared memory, each chunk read from there.
+  EXPECT_EQ(mail_norm.shared_bytes, 65536) << mail_norm.source;
+  EXPECT_NE(mail_norm.source.find("kiln_w1[kiln_i] = p1[(0) + kiln_first + kiln_i];"), std::string::npos) << mail_norm.source;
+  EXPECT_NE(mail_norm.source.find("kiln_load_chunk<8>(p1001, kiln_e, kiln_w1 + (i1 - kiln_first));"), std::string::npos)
+      << mail_norm.source;
   // 16 elements a thread keep the register prefetch; rows not whole 16-byte vectors too.
   EXPECT_EQ(row_kernel(Op::Softmax, DType::BF16, 64, 4096, bulk_options, "_short").bulk_stages, 0);
   EXPECT_EQ(row_kernel(Op::Softmax, DType::BF16, 2, 32766, bulk_options, "_odd").bulk_stages, 0);
@@ -579,8 +584,9 @@ TEST(CudaCompiled, IntermediatesShareTheDeviceArena) {
 // thread), bulk rows (a ring of rows in shared memory filled by the copy engine, forced here at
 // every width whose rows are whole 16-byte vectors, with 1 and 8 blocks a row, and with the
 // 128 registers that let layer norm's reductions fuse at 32 elements a thread), and rows staged
-// in shared memory — against the interpreter, on softmax, log_softmax, layer_norm and a row max,
-// at whole-chunk and odd widths.
+// in shared memory; split over a cluster, weights read from a shared-memory copy (the default) or
+// from L1 — against the interpreter, on softmax, log_softmax, layer_norm and a row max, at
+// whole-chunk and odd widths.
 TEST(CudaCompiled, RegisterRowsClusterRowsAndSharedRowsMatchTheInterpreter) {
   if (!skip_reason().empty()) GTEST_SKIP() << skip_reason();
   struct Variant {
@@ -588,11 +594,13 @@ TEST(CudaCompiled, RegisterRowsClusterRowsAndSharedRowsMatchTheInterpreter) {
     int bulk_min = 1 << 20;  // elements a thread from which rows are bulk rows (default: never here)
     int occupancy = 1024;
     bool mail = false;       // fused reductions across a cluster by mail
+    bool weights_in_shared = true;  // split over a cluster, chunked weights from a shared-memory copy
   };
   for (Variant v : {Variant{"registers", true, 32, 1, true}, Variant{"no prefetch", true, 32, 1, false},
                     Variant{"cluster", true, 8, 8, true}, Variant{"cluster16", true, 8, 16, true},
                     Variant{"unfused cluster", true, 8, 8, true, false},
                     Variant{"unchunked cluster", true, 8, 8, true, true, false}, Variant{"shared", false, 32, 1, true},
+                    Variant{"cluster, weights from L1", true, 8, 8, true, true, true, 1 << 20, 1024, false, false},
                     Variant{"bulk", true, 32, 1, true, true, true, 1},
                     Variant{"bulk cluster", true, 8, 8, true, true, true, 1},
                     Variant{"bulk 128 registers", true, 32, 1, true, true, true, 1, 512},
@@ -602,6 +610,7 @@ TEST(CudaCompiled, RegisterRowsClusterRowsAndSharedRowsMatchTheInterpreter) {
     o.register_rows = v.registers, o.row_max_per_thread = v.per_thread, o.row_max_cluster = v.cluster;
     o.row_prefetch = v.prefetch, o.row_fuse_reductions = v.fuse, o.row_chunks = v.chunks;
     o.row_bulk_min_per_thread = v.bulk_min, o.row_occupancy_threads = v.occupancy, o.row_cluster_mail = v.mail;
+    o.row_weights_in_shared = v.weights_in_shared;
     if (v.cluster == 16) o.row_preferred_threads = 32, o.row_max_threads = 512;  // rows split 16 ways
     for (DType t : {DType::F32, DType::BF16, DType::F16}) {
       if (t == DType::F16 && std::string(v.name) != "registers") continue;
