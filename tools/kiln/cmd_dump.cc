@@ -5,6 +5,8 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <set>
+#include <utility>
 
 #include "commands.h"
 #include "graph_render.h"
@@ -12,7 +14,10 @@
 #include "kiln/passes.h"
 #include "model_source.h"
 #include "progress.h"
+#include "codegen/cuda/attention_kernel.h"
 #include "codegen/cuda/cuda_emitter.h"
+#include "codegen/cuda/prepare_graph.h"
+#include "kiln/cuda.h"
 #include "runtime/executable.h"
 
 namespace kiln::cli {
@@ -70,9 +75,22 @@ Command add_dump_command(CLI::App& parent) {
                    write(dir / "loop_ir.txt", loop_ir);
                    write(dir / "kernels.cc", exe->source());
                    // The CUDA target's kernels (its own lowering: the CPU keeps values in output rows
-                   // between passes, the GPU stages rows in shared memory). Text only: no GPU needed.
+                   // between passes, the GPU stages rows in shared memory), from the graph optimised
+                   // and prepared as `kiln run --device cuda` does (attention kept whole for its fused
+                   // kernel). Text only: no GPU needed.
                    std::vector<codegen::cuda::CudaKernelSource> cuda_kernels;
-                   const auto gpu_lowered = runtime::lower_for_target(*g, copts, "kiln_");
+                   std::unique_ptr<Graph> gpu_graph = m.graph->clone();
+                   OptimizeOptions gpu_opt;
+                   gpu_opt.target.native_ops = cuda_native_ops();
+                   optimize(*gpu_graph, gpu_opt);
+                   codegen::cuda::prepare_graph_for_cuda(*gpu_graph, /*fused_attention=*/true);
+                   CompileOptions gpu_copts = copts;
+                   gpu_copts.keep_whole.insert(Op::Attention);
+                   const auto gpu_lowered = runtime::lower_for_target(*gpu_graph, gpu_copts, "kiln_");
+                   std::set<std::pair<DType, int64_t>> attention;
+                   for (const runtime::Step& step : gpu_lowered->steps)
+                     if (step.library && step.node->op == Op::Attention)
+                       attention.insert({step.node->outputs[0]->type.dtype, *step.node->inputs[0]->type.shape.back().maybe_constant()});
                    codegen::cuda::CudaEmitOptions emit;
                    if (o->sm90) {
                      emit.registers.max_cluster = 16, emit.shared_budget_bytes = 227 * 1024 - 1024;
@@ -82,7 +100,8 @@ Command add_dump_command(CLI::App& parent) {
                    }
                    for (const auto& k : gpu_lowered->kernels)
                      cuda_kernels.push_back(codegen::cuda::emit_cuda_kernel(k.kernel, emit));
-                   write(dir / "kernels.cu", codegen::cuda::cuda_translation_unit(cuda_kernels));
+                   write(dir / "kernels.cu", codegen::cuda::cuda_translation_unit(cuda_kernels) +
+                                                 codegen::cuda::fused_attention_source(attention));
                    write(dir / "explain.txt", exe->explain());
                    write(dir / "fused.dot", fused_graph_dot(ce));
                    size_t pass_files = 0;

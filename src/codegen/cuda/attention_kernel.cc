@@ -52,6 +52,17 @@ __device__ __forceinline__ float kiln_att_exp2(float x) {
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
 }
+// Four 8x8 b16 matrices from shared memory, lanes 8i..8i+7 giving matrix i's rows; kTrans: each
+// transposed (v's columns as the mma's B fragments).
+template <bool kTrans> __device__ __forceinline__ void kiln_att_ldmatrix(unsigned (&r)[4], const uint16_t* p) {
+  const unsigned a = unsigned(__cvta_generic_to_shared(p));
+  if (kTrans)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
+  else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
+}
 __device__ __forceinline__ void kiln_att_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 __device__ __forceinline__ void kiln_att_wait_all_but_newest() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
 
@@ -111,22 +122,14 @@ template <int kD, bool kBf16> __device__ void kiln_attention(const KilnAttention
       // q's A fragment for these 16 of D, from shared memory each tile (registers held in q for the
       // whole walk would leave room for only 3 blocks a multiprocessor).
       unsigned qa[4];
-      {
-        const uint16_t* p = qs + (warp * 16 + lane % 8 + 8 * (lane / 8 % 2)) * kLd + kk * 16 + 8 * (lane / 16);
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-                     : "=r"(qa[0]), "=r"(qa[1]), "=r"(qa[2]), "=r"(qa[3])
-                     : "r"(unsigned(__cvta_generic_to_shared(p))));
-      }
+      kiln_att_ldmatrix<false>(qa, qs + (warp * 16 + lane % 8 + 8 * (lane / 8 % 2)) * kLd + kk * 16 + 8 * (lane / 16));
       #pragma unroll
       for (int j = 0; j < 8; j += 2) {
         // k's rows are the mma's B columns as stored: ldmatrix gives groups j and j + 1, both k halves.
-        const uint16_t* p = kt + (8 * (j + lane / 16) + lane % 8) * kLd + kk * 16 + 8 * (lane / 8 % 2);
-        unsigned b0, b1, b2, b3;
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-                     : "=r"(b0), "=r"(b1), "=r"(b2), "=r"(b3)
-                     : "r"(unsigned(__cvta_generic_to_shared(p))));
-        kiln_att_mma<kBf16>(s[j], qa, b0, b1);
-        kiln_att_mma<kBf16>(s[j + 1], qa, b2, b3);
+        unsigned b[4];
+        kiln_att_ldmatrix<false>(b, kt + (8 * (j + lane / 16) + lane % 8) * kLd + kk * 16 + 8 * (lane / 8 % 2));
+        kiln_att_mma<kBf16>(s[j], qa, b[0], b[1]);
+        kiln_att_mma<kBf16>(s[j + 1], qa, b[2], b[3]);
       }
     }
     const int key0 = tile * 64;
@@ -172,13 +175,10 @@ template <int kD, bool kBf16> __device__ void kiln_attention(const KilnAttention
       #pragma unroll
       for (int j = 0; j < kD / 8; j += 2) {
         const int which = lane / 8;  // matrices: (keys +0..7, cols j), (+8..15, j), (+0..7, j+1), (+8..15, j+1)
-        const uint16_t* p = vt + (16 * kk + (which & 1) * 8 + lane % 8) * kLd + 8 * (j + (which >> 1));
-        unsigned b0, b1, b2, b3;
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
-                     : "=r"(b0), "=r"(b1), "=r"(b2), "=r"(b3)
-                     : "r"(unsigned(__cvta_generic_to_shared(p))));
-        kiln_att_mma<kBf16>(acc[j], pa, b0, b1);
-        kiln_att_mma<kBf16>(acc[j + 1], pa, b2, b3);
+        unsigned b[4];
+        kiln_att_ldmatrix<true>(b, vt + (16 * kk + (which & 1) * 8 + lane % 8) * kLd + 8 * (j + (which >> 1)));
+        kiln_att_mma<kBf16>(acc[j], pa, b[0], b[1]);
+        kiln_att_mma<kBf16>(acc[j + 1], pa, b[2], b[3]);
       }
     }
     __syncthreads();  // every warp is done with this stage before the next tile refills it

@@ -12,6 +12,7 @@
 #include <optional>
 #include <sstream>
 
+#include "codegen/cuda/prepare_graph.h"
 #include "kernels/cpu/eager.h"
 #include "kiln/error.h"
 #include "kiln/interp.h"
@@ -59,54 +60,6 @@ std::vector<char> read_file(const std::string& path) {
 }
 
 }  // namespace
-
-// split -> one static slice per piece: slices are views the kernels read through, so the pieces
-// are never copied (the GPU has no library kernel for split).
-bool fused_attention_supports(const Node& n) {
-  if (n.op != Op::Attention || n.inputs.size() != 3 || n.outputs.size() != 1) return false;  // no mask operand
-  const TensorType &q = n.inputs[0]->type, &k = n.inputs[1]->type, &v = n.inputs[2]->type;
-  if (q.dtype != DType::BF16 && q.dtype != DType::F16) return false;
-  if (k.dtype != q.dtype || v.dtype != q.dtype || n.outputs[0]->type.dtype != q.dtype) return false;
-  const int rank = q.rank();
-  if (rank < 3 || k.rank() != rank || v.rank() != rank) return false;
-  for (int i = 0; i < rank - 2; ++i)
-    if (!(q.shape[size_t(i)] == k.shape[size_t(i)]) || !(q.shape[size_t(i)] == v.shape[size_t(i)])) return false;
-  const std::optional<int64_t> d = q.shape.back().maybe_constant();
-  if (!d || !codegen::cuda::fused_attention_head_dim_supported(*d)) return false;
-  return k.shape.back().maybe_constant() == d && v.shape.back().maybe_constant() == d &&
-         k.shape[size_t(rank - 2)] == v.shape[size_t(rank - 2)];
-}
-
-void prepare_graph_for_cuda(Graph& g, bool fused_attention) {
-  for (Node* n : g.node_list()) {
-    // Attention the fused kernel cannot run becomes primitives here; the rest stays whole
-    // (compile_cuda keeps it out of the generic decomposition).
-    if (n->op == Op::Attention && !(fused_attention && fused_attention_supports(*n))) {
-      g.set_insertion_point(n);
-      std::vector<Value*> parts = n->info().decompose(g, *n);
-      for (size_t i = 0; i < parts.size(); ++i) g.replace_all_uses(n->outputs[i], parts[i]);
-      g.set_insertion_point(nullptr);
-      g.erase_node(n);
-      continue;
-    }
-    if (n->op != Op::Split) continue;
-    int64_t rank = n->inputs[0]->type.rank();
-    int64_t axis = n->attrs.get_int("axis");
-    if (axis < 0) axis += rank;
-    std::vector<int64_t> sizes = n->attrs.get_ints("sizes");
-    g.set_insertion_point(n);
-    int64_t start = 0;
-    for (size_t i = 0; i < n->outputs.size(); ++i) {
-      Value* piece = g.add(Op::Slice, {n->inputs[0]},
-                           {{"starts", std::vector<int64_t>{start}}, {"ends", std::vector<int64_t>{start + sizes[i]}},
-                            {"axes", std::vector<int64_t>{axis}}});
-      g.replace_all_uses(n->outputs[i], piece);
-      start += sizes[i];
-    }
-    g.set_insertion_point(nullptr);
-    g.erase_node(n);
-  }
-}
 
 // A fused kernel that is exactly `matmul_out + bias[N]`, optionally followed by an activation
 // (relu, or gelu's tanh form, the one cuBLASLt implements) or by `+ residual` (a buffer of the
@@ -697,7 +650,7 @@ std::shared_ptr<Executable> compile_cuda(const Graph& g, const CudaCompileOption
   // The fused attention kernel needs mma.sync on f16/bf16 and cp.async (sm_80).
   const bool fused_attention = options.fused_attention && device.info().compute_major >= 8;
   std::unique_ptr<Graph> prepared = g.clone();
-  prepare_graph_for_cuda(*prepared, fused_attention);
+  codegen::cuda::prepare_graph_for_cuda(*prepared, fused_attention);
   CompileOptions base = options.base;
   if (fused_attention) base.keep_whole.insert(Op::Attention);
   exe->lowered = runtime::lower_for_target(*prepared, base, "kiln_cu_");

@@ -36,13 +36,6 @@ struct EpilogueMatch {
 // side without batch (numpy broadcasting of a single matrix), or 1-D operands.
 bool cuda_matmul_batch_supported(std::vector<int64_t> a, std::vector<int64_t> b);
 
-// Whether the fused attention kernel (codegen/cuda/attention_kernel.h) runs this node: f16/bf16
-// q, k, v of equal batch dims and head dim (a multiple of 16 up to 128), no mask operand.
-bool fused_attention_supports(const Node& n);
-
-// Rewrites what the GPU has no kernel for into what it has (split -> slices, which are views;
-// attention the fused kernel cannot run, or all of it without `fused_attention`, -> primitives).
-void prepare_graph_for_cuda(Graph& g, bool fused_attention = false);
 
 // The intermediates of one binding in one device arena: plan.offsets[i] is values[i]'s offset.
 struct DeviceArenaPlan {

@@ -11,6 +11,7 @@
 #include "codegen/common/c_emitter.h"
 #include "codegen/cuda/cuda_emitter.h"
 #include "common/op_samples.h"
+#include "codegen/cuda/prepare_graph.h"
 #include "kiln/cuda.h"
 #include "kiln/demo.h"
 #include "kiln/trace.h"
@@ -355,7 +356,7 @@ TEST(CudaCodegen, TheDemoBlockLowersToKernelsAndMatmulsOnly) {
   Tensor example = Tensor::from_host(HostTensor::random(DType::BF16, {2, 7, 64}, 9));
   TracedFunction f = trace([&](const Tensor& x) { return demo::transformer_block(x, params); }, example);
   std::unique_ptr<Graph> g = f.graph().clone();
-  cuda::prepare_graph_for_cuda(*g);
+  codegen::cuda::prepare_graph_for_cuda(*g);
   auto low = runtime::lower_for_target(*g, CompileOptions{}, "kiln_");
   std::string library_ops;
   for (const auto& step : low->steps)

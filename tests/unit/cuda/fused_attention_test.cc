@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "codegen/cuda/attention_kernel.h"
+#include "codegen/cuda/prepare_graph.h"
 #include "kiln/cuda.h"
 #include "kiln/interp.h"
 #include "runtime/cuda/cuda_executable.h"
@@ -38,7 +39,7 @@ std::unique_ptr<Graph> attention_graph(DType t, const AttentionCase& c, bool wit
 // The attention library steps left after preparing and lowering `g` as compile_cuda does.
 int attention_steps(const Graph& g) {
   std::unique_ptr<Graph> prepared = g.clone();
-  cuda::prepare_graph_for_cuda(*prepared, /*fused_attention=*/true);
+  codegen::cuda::prepare_graph_for_cuda(*prepared, /*fused_attention=*/true);
   CompileOptions o;
   o.keep_whole.insert(Op::Attention);
   auto low = runtime::lower_for_target(*prepared, o, "kiln_att_");

@@ -1,0 +1,19 @@
+// The CUDA target's graph rewrites before lowering: what the GPU has no kernel for becomes what it
+// has. Why: compile_cuda and `kiln dump` (which writes the CUDA kernels without a GPU) must lower
+// the same graph.
+#pragma once
+
+#include "kiln/graph.h"
+
+namespace kiln::codegen::cuda {
+
+// Whether the fused attention kernel (attention_kernel.h) runs this node: f16/bf16 q, k, v of
+// equal batch dims and head dim (a multiple of 16 up to 128), no mask operand.
+bool fused_attention_supports(const Node& n);
+
+// split -> slices (views); attention the fused kernel cannot run (all of it without
+// `fused_attention`) -> primitives. Lower the result with Op::Attention in
+// CompileOptions::keep_whole, so the attention left stays whole.
+void prepare_graph_for_cuda(Graph& g, bool fused_attention = false);
+
+}  // namespace kiln::codegen::cuda
