@@ -601,7 +601,7 @@ std::vector<DeviceTensor> CudaExecutable::run_device(const std::vector<DeviceTen
 std::string CudaExecutable::explain() const {
   std::ostringstream os;
   os << "== CUDA graph '" << lowered->graph->name() << "': " << stats_.kernels_generated << " generated kernels, "
-     << stats_.library_calls << " cuBLASLt calls ==\n";
+     << stats_.library_calls << " library calls (cuBLASLt, fused attention) ==\n";
   for (const auto& note : lowered->decomposition_notes) os << note << "\n";
   os << lowered->schedule.explain();
   os << "\n== Loop IR ==\n";
