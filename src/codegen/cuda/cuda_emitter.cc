@@ -60,7 +60,7 @@ struct Printer {
   int fused_sites_ = 0;    // fused reductions emitted (each gets its own shared slots)
   // Bulk rows: the refill of the row's stage, emitted after the row's first block reduction (its
   // barrier is passed by every thread after it read the stage), or at the row's end.
-  std::function<void(int)> pending_refill_;
+  std::function<void(int)> pending_refill_ = nullptr;
 
   // The shared scalar expression; kiln_exp becomes kiln_exp16 (ex2.approx) where fast_exp_ says
   // every value is rounded to a 16-bit float before it is stored.
