@@ -98,7 +98,9 @@ TEST(CudaCompiled, FusedAttentionMatchesTheInterpreter) {
         ASSERT_EQ(got.size(), 1u);
         EXPECT_EQ(compare_tensors(got[0], want[0]), "")
             << dtype_name(t) << " case " << i << " run " << r << " (" << c.tq << " queries, " << c.tk << " keys, d " << c.d << ")";
-        if (c.tq > c.tk && c.causal) EXPECT_TRUE(std::isnan(got[0].get_f64(0)));  // row 0 keeps no key
+        if (c.tq > c.tk && c.causal) {
+          EXPECT_TRUE(std::isnan(got[0].get_f64(0)));  // row 0 keeps no key
+        }
       }
     }
   }
