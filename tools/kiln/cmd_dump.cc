@@ -90,7 +90,7 @@ Command add_dump_command(CLI::App& parent) {
                    std::set<std::pair<DType, int64_t>> attention;
                    for (const runtime::Step& step : gpu_lowered->steps)
                      if (step.library && step.node->op == Op::Attention)
-                       attention.insert({step.node->outputs[0]->type.dtype, *step.node->inputs[0]->type.shape.back().maybe_constant()});
+                       attention.insert(codegen::cuda::fused_attention_kernel(*step.node));
                    codegen::cuda::CudaEmitOptions emit;
                    if (o->sm90) {
                      emit.registers.max_cluster = 16, emit.shared_budget_bytes = 227 * 1024 - 1024;

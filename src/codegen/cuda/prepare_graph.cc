@@ -22,6 +22,10 @@ bool fused_attention_supports(const Node& n) {
          k.shape[size_t(rank - 2)] == v.shape[size_t(rank - 2)];
 }
 
+std::pair<DType, int64_t> fused_attention_kernel(const Node& n) {
+  return {n.outputs[0]->type.dtype, *n.inputs[0]->type.shape.back().maybe_constant()};
+}
+
 // split -> one static slice per piece: slices are views the kernels read through, so the pieces
 // are never copied (the GPU has no library kernel for split).
 void prepare_graph_for_cuda(Graph& g, bool fused_attention) {

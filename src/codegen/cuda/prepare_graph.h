@@ -3,6 +3,9 @@
 // the same graph.
 #pragma once
 
+#include <cstdint>
+#include <utility>
+
 #include "kiln/graph.h"
 
 namespace kiln::codegen::cuda {
@@ -10,6 +13,10 @@ namespace kiln::codegen::cuda {
 // Whether the fused attention kernel (attention_kernel.h) runs this node: f16/bf16 q, k, v of
 // equal batch dims and head dim (a multiple of 16 up to 128), no mask operand.
 bool fused_attention_supports(const Node& n);
+
+// The fused kernel a node fused_attention_supports runs: its element type and head dim (the key
+// of fused_attention_kernel_name and fused_attention_source).
+std::pair<DType, int64_t> fused_attention_kernel(const Node& n);
 
 // split -> slices (views); attention the fused kernel cannot run (all of it without
 // `fused_attention`) -> primitives. Lower the result with Op::Attention in

@@ -207,7 +207,8 @@ void CudaExecutable::plan_attention(const Node& n, const std::map<std::string, i
   a.scale_log2 = float(scale * 1.4426950408889634);  // log2(e)
   plan.attention = a;
   plan.buffers = {n.inputs[0], n.inputs[1], n.inputs[2], n.outputs[0]};
-  plan.fn = attention_functions_.at(cg::fused_attention_kernel_name(n.outputs[0]->type.dtype, d));
+  const auto [dtype, head_dim] = cg::fused_attention_kernel(n);
+  plan.fn = attention_functions_.at(cg::fused_attention_kernel_name(dtype, head_dim));
   plan.shape.grid_x = unsigned(heads);
   plan.shape.grid_y = unsigned(query_blocks);
   plan.shape.block_x = unsigned(cg::kFusedAttentionThreads);
@@ -664,7 +665,7 @@ std::shared_ptr<Executable> compile_cuda(const Graph& g, const CudaCompileOption
     // host-step results (the shape arithmetic of symbolic dims).
     bool on_host = n.op == Op::ShapeOf;
     if (n.op == Op::Attention) {  // kept whole only where the fused kernel runs it
-      attention_kernels.insert({n.outputs[0]->type.dtype, *n.inputs[0]->type.shape.back().maybe_constant()});
+      attention_kernels.insert(codegen::cuda::fused_attention_kernel(n));
       continue;
     }
     if (!on_host && n.op != Op::MatMul) {
