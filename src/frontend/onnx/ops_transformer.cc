@@ -1,8 +1,10 @@
 // ONNX transformer and normalisation ops: Attention (opset 23/24), RotaryEmbedding,
-// RMSNormalization, MeanVarianceNormalization, GroupNormalization and LRN. Why: ONNX's Attention
-// has more knobs than Kiln's attention op (3-D packed heads, grouped-query heads, a KV cache,
-// softcap, upper-left causal alignment, four qk_matmul_output modes), so it is composed here from
-// matmul, softmax, where and movement ops, step for step as the operator's function body.
+// RMSNormalization, MeanVarianceNormalization, GroupNormalization and LRN. Why: the plain form of
+// ONNX's Attention (no mask, padding lengths, softcap or qk output; a causal mask Kiln's alignment
+// reproduces) becomes Kiln's attention op, so backends with a fused kernel run it; its other knobs
+// (masks, softcap, upper-left causal alignment, four qk_matmul_output modes) are composed here from
+// matmul, softmax, where and movement ops, step for step as the operator's function body. Both
+// forms share the 3-D head split, the grouped-query head repeat and the KV cache concat.
 #include <cmath>
 #include <limits>
 
@@ -44,42 +46,44 @@ Value* repeat_heads(NodeCtx& c, Value* x, int64_t reps) {
   return c.reshape(e, {s[0], s[1] * SymInt(reps), s[2], s[3]});
 }
 
-void attention(NodeCtx& c) {
-  Value *q = c.input(0), *k = c.input(1), *v = c.input(2);
-  int rank = q->type.rank();
-  if (rank != 3 && rank != 4) c.fail("Q must be 3-D [B, S, hidden] or 4-D [B, H, S, D]");
-  if (k->type.rank() != rank || v->type.rank() != rank) c.fail("Q, K and V must share a rank");
-  DType dt = q->type.dtype;
-  if (!is_float(dt)) c.fail("Q must be floating-point");
-  if (rank == 3) {
-    q = split_heads(c, q, c.attr_int("q_num_heads", 0), "Q");
-    k = split_heads(c, k, c.attr_int("kv_num_heads", 0), "K");
-    v = split_heads(c, v, c.attr_int("kv_num_heads", 0), "V");
-  }
-  // KV cache: present = concat(past, new) along the sequence axis.
-  if (c.has_input(4) != c.has_input(5)) c.fail("past_key and past_value must be given together");
-  int64_t past = 0;
-  if (c.has_input(4)) {
-    past = static_dim(c, c.input(4), 2, "past sequence length");
-    k = c.emit(Op::Concat, {c.input(4), k}, {{"axis", int64_t(2)}});
-    v = c.emit(Op::Concat, {c.input(5), v}, {{"axis", int64_t(2)}});
-  }
-  c.set_output(1, k);
-  c.set_output(2, v);
+// Kiln's fused attention kernels accumulate the softmax in f32 (the interpreter in double), so
+// asking for f32 or for the input's own type changes nothing; other precisions stay composed.
+bool softmax_precision_covered(const NodeCtx& c, DType dt) {
+  if (!c.has_attr("softmax_precision")) return true;
+  auto sp = dtype_from_onnx(int(c.attr_int("softmax_precision", 1)));
+  return sp && (*sp == DType::F32 || *sp == dt);
+}
 
-  int64_t head_size = static_dim(c, q, 3, "the head size");
-  double scale = c.has_attr("scale") ? c.attr_float("scale", 1.0) : 1.0 / std::sqrt(double(head_size));
-  double root = std::sqrt(scale);  // applied to Q and K each, as the reference does
-  int64_t hq = static_dim(c, q, 1, "the number of query heads");
-  int64_t hkv = static_dim(c, k, 1, "the number of key/value heads");
-  if (hq % hkv != 0) c.fail(str(hq, " query heads are not a multiple of ", hkv, " key/value heads"));
-  Value* kk = repeat_heads(c, k, hq / hkv);
-  Value* vv = repeat_heads(c, v, hq / hkv);
-  Value* scores = c.emit(Op::MatMul, {mul_s(c, q, root), mul_s(c, permute(c, kk, {0, 1, 3, 2}), root)});
+// True when this ONNX Attention means exactly Kiln's attention op on q [B, H, Sq, D] and the
+// cache-extended, head-repeated k and v: nothing that op lacks, and a causal mask that Kiln's
+// bottom-right alignment reproduces.
+bool plain_attention(const NodeCtx& c, const Value* q, const Value* k, const Value* v, int64_t past) {
+  if (c.has_input(3) || c.has_input(6)) return false;  // attn_mask, nonpad_kv_seqlen
+  if (c.attr_float("softcap", 0.0) != 0) return false;
+  // The importer cannot tell whether a named output is consumed; only the composed form has the scores.
+  if (c.wants_output(3)) return false;
+  // ONNX multiplies Q and K by sqrt(scale) each (NaN when negative); Kiln reads scale 0 as 1/sqrt(D).
+  if (c.has_attr("scale") && !(c.attr_float("scale", 0.0) > 0)) return false;
+  if (!softmax_precision_covered(c, q->type.dtype)) return false;
+  if (k->type.dtype != q->type.dtype || v->type.dtype != q->type.dtype) return false;
+  const Shape &qs = q->type.shape, &ks = k->type.shape, &vs = v->type.shape;
+  bool same_heads = qs[0] == ks[0] && qs[0] == vs[0] && qs[1] == ks[1] && qs[1] == vs[1];
+  if (!same_heads || qs[3] != ks[3] || ks[2] != vs[2]) return false;
+  // ONNX hides key j from query i when j > i + past; Kiln when j > i + (Skv - Sq).
+  return c.attr_int("is_causal", 0) == 0 || SymInt(past) + qs[2] == ks[2];
+}
 
-  // The additive bias [.., Sq, Skv]: the mask (bool: false -> -inf; padded with -inf up to Skv),
-  // plus the causal mask (key j hidden from query i when j > i + past), plus nonpad_kv_seqlen.
-  int64_t sq = static_dim(c, q, 2, "the query length"), skv = static_dim(c, kk, 2, "the key length");
+// Kiln's op applies the scale once, in f32 or wider, where ONNX takes sqrt(scale) into Q and K.
+Value* fused_attention(NodeCtx& c, Value* q, Value* k, Value* v) {
+  double scale = c.has_attr("scale") ? c.attr_float("scale", 0.0) : 0.0;  // 0: 1/sqrt(head size)
+  int64_t causal = c.attr_int("is_causal", 0) != 0 ? 1 : 0;
+  return c.emit(Op::Attention, {q, k, v}, {{"causal", causal}, {"scale", scale}});
+}
+
+// The additive bias [.., Sq, Skv]: the mask (bool: false -> -inf; padded with -inf up to Skv),
+// plus the causal mask (key j hidden from query i when j > i + past), plus nonpad_kv_seqlen.
+// nullptr when there is none.
+Value* attention_bias(NodeCtx& c, DType dt, int64_t sq, int64_t skv, int64_t past) {
   Value* bias = nullptr;
   if (c.has_input(3)) {
     Value* m = c.input(3);
@@ -115,6 +119,20 @@ void attention(NodeCtx& c) {
     pad = c.reshape(pad, {SymInt(b), SymInt(1), SymInt(1), SymInt(skv)});
     bias = bias ? c.emit(Op::Add, {bias, pad}) : pad;
   }
+  return bias;
+}
+
+// The operator's function body on q [B, Hq, Sq, D] and the head-repeated kk, vv: scores, bias,
+// softcap, softmax (in softmax_precision), times V; also sets the qk_matmul_output (output 3).
+Value* composed_attention(NodeCtx& c, Value* q, Value* kk, Value* vv, int64_t past) {
+  DType dt = q->type.dtype;
+  int64_t head_size = static_dim(c, q, 3, "the head size");
+  double scale = c.has_attr("scale") ? c.attr_float("scale", 1.0) : 1.0 / std::sqrt(double(head_size));
+  double root = std::sqrt(scale);  // applied to Q and K each, as the reference does
+  Value* scores = c.emit(Op::MatMul, {mul_s(c, q, root), mul_s(c, permute(c, kk, {0, 1, 3, 2}), root)});
+
+  int64_t sq = static_dim(c, q, 2, "the query length"), skv = static_dim(c, kk, 2, "the key length");
+  Value* bias = attention_bias(c, dt, sq, skv, past);
 
   int64_t mode = c.attr_int("qk_matmul_output_mode", 0);
   if (mode < 0 || mode > 3) c.fail(str("qk_matmul_output_mode must be 0..3, got ", mode));
@@ -134,8 +152,38 @@ void attention(NodeCtx& c) {
   }
   if (mode == 3) qk_out = probs;
   c.set_output(3, qk_out);
+  return c.emit(Op::MatMul, {probs, vv});
+}
 
-  Value* y = c.emit(Op::MatMul, {probs, vv});  // [B, Hq, Sq, Dv]
+void attention(NodeCtx& c) {
+  Value *q = c.input(0), *k = c.input(1), *v = c.input(2);
+  int rank = q->type.rank();
+  if (rank != 3 && rank != 4) c.fail("Q must be 3-D [B, S, hidden] or 4-D [B, H, S, D]");
+  if (k->type.rank() != rank || v->type.rank() != rank) c.fail("Q, K and V must share a rank");
+  if (!is_float(q->type.dtype)) c.fail("Q must be floating-point");
+  if (rank == 3) {
+    q = split_heads(c, q, c.attr_int("q_num_heads", 0), "Q");
+    k = split_heads(c, k, c.attr_int("kv_num_heads", 0), "K");
+    v = split_heads(c, v, c.attr_int("kv_num_heads", 0), "V");
+  }
+  // KV cache: present = concat(past, new) along the sequence axis.
+  if (c.has_input(4) != c.has_input(5)) c.fail("past_key and past_value must be given together");
+  int64_t past = 0;
+  if (c.has_input(4)) {
+    past = static_dim(c, c.input(4), 2, "past sequence length");
+    k = c.emit(Op::Concat, {c.input(4), k}, {{"axis", int64_t(2)}});
+    v = c.emit(Op::Concat, {c.input(5), v}, {{"axis", int64_t(2)}});
+  }
+  c.set_output(1, k);
+  c.set_output(2, v);
+
+  int64_t hq = static_dim(c, q, 1, "the number of query heads");
+  int64_t hkv = static_dim(c, k, 1, "the number of key/value heads");
+  if (hq % hkv != 0) c.fail(str(hq, " query heads are not a multiple of ", hkv, " key/value heads"));
+  Value* kk = repeat_heads(c, k, hq / hkv);
+  Value* vv = repeat_heads(c, v, hq / hkv);
+  Value* y = plain_attention(c, q, kk, vv, past) ? fused_attention(c, q, kk, vv)
+                                                 : composed_attention(c, q, kk, vv, past);  // [B, Hq, Sq, Dv]
   if (rank == 3) {
     const Shape& s = y->type.shape;
     y = c.reshape(permute(c, y, {0, 2, 1, 3}), {s[0], s[2], s[1] * s[3]});
