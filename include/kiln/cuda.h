@@ -71,7 +71,9 @@ std::shared_ptr<Executable> compile_cuda(const Graph& g, const CudaCompileOption
 
 // High-level ops compile_cuda runs whole where a kernel of its own can (it decomposes the other
 // instances itself): give them to kiln::optimize as OptimizeOptions::target.native_ops, or the
-// optimizer turns them into primitives first.
-inline std::set<Op> cuda_native_ops() { return {Op::Attention}; }
+// optimizer turns them into primitives first. gelu and silu are one prelude call each in the
+// generated kernels (computed in f32, 1/sqrt(2) not rounded to the input's dtype, a faster erf
+// where results are 16-bit), and a tanh-form gelu after a matmul goes into cuBLASLt's epilogue.
+inline std::set<Op> cuda_native_ops() { return {Op::Attention, Op::Gelu, Op::Silu}; }
 
 }  // namespace kiln

@@ -3,7 +3,7 @@
 // B=1/T=1 and B=8/T=1024 with CUDA graphs, and the host cost of one unfused launch (the eager
 // dispatch figure). Medians of event-timed repeats; JSON for bench/results. Why: one binary in the
 // GPU bundle measures everything in the same call as the PyTorch peers (bench/gpu_peers.py).
-//   usage: kiln-gpu-bench [--json FILE] [--quick]
+//   usage: kiln-gpu-bench [--json FILE] [--quick] [--only SECTION] [--cols N (rows: only that width)]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -116,9 +116,12 @@ const RowVariant kRowVariants[] = {
     {"@weightsl1", true, 256, 16, true, 48, true, 32, 1024, true, true, 3, 32, 16, 1024, true, false},
 };
 
-void rows(Results& r, bool quick) {
+void rows(Results& r, bool quick, int64_t only_cols) {
   std::vector<std::pair<int64_t, int64_t>> shapes = {{32768, 4096}, {4096, 32768}, {512, 262144}};
   if (quick) shapes = {{1024, 4096}};
+  if (only_cols > 0)
+    shapes.erase(std::remove_if(shapes.begin(), shapes.end(), [&](const auto& s) { return s.second != only_cols; }),
+                 shapes.end());
   for (auto [rows, cols] : shapes) {
     for (const char* which : {"softmax", "layernorm"}) {
       Graph g(which);
@@ -165,15 +168,21 @@ void rows(Results& r, bool quick) {
   }
 }
 
+// gelu(x@W+b) against the bare cuBLASLt GEMM on the same random operands (a GEMM on constant
+// operands draws less power and ran ~8% faster on the H200, which flattered the bare time), and the
+// gelu pass alone (gelu(z+b) on a [m, n] input), to tell its cost from the GEMM's.
 void gelu_linear(Results& r, bool quick, bool tanh_form) {
   int64_t m = quick ? 2048 : 16384, k = 4096, n = 4096;
   Graph g("gelu_linear");
   Value* x = g.add_input("x", TensorType{DType::BF16, static_shape({m, k}), Device::CPU});
   Value* w = g.add_input("w", TensorType{DType::BF16, static_shape({k, n}), Device::CPU});
   Value* b = g.add_input("b", TensorType{DType::BF16, static_shape({n}), Device::CPU});
-  Value* y = g.add(Op::Gelu, {g.add(Op::Add, {g.add(Op::MatMul, {x, w}), b})},
-                   {{"approximate", std::string(tanh_form ? "tanh" : "none")}});
+  const Attrs form{{"approximate", std::string(tanh_form ? "tanh" : "none")}};
+  Value* y = g.add(Op::Gelu, {g.add(Op::Add, {g.add(Op::MatMul, {x, w}), b})}, form);
   g.set_outputs({y});
+  const std::vector<HostTensor> in = {HostTensor::random(DType::BF16, {m, k}, 1),
+                                      HostTensor::random(DType::BF16, {k, n}, 2, -0.02, 0.02),
+                                      HostTensor::random(DType::BF16, {n}, 3)};
   // The gelu kernel in scalar form too (one point per thread), for the vector points' effect.
   double scalar_ms = 0;
   if (!tanh_form) {
@@ -181,28 +190,43 @@ void gelu_linear(Results& r, bool quick, bool tanh_form) {
     o.vector_points = false;
     auto sx = compile_cuda(g, o);
     auto& scx = as_cuda(sx);
-    scx.bind({HostTensor::random(DType::BF16, {m, k}, 1), HostTensor::random(DType::BF16, {k, n}, 2, -0.02, 0.02),
-              HostTensor::random(DType::BF16, {n}, 3)});
+    scx.bind(in);
     scalar_ms = time_ms(*scx.stream_, [&] { scx.launch(); });
   }
   auto exe = compile_cuda(g);
   auto& cx = as_cuda(exe);
-  cx.bind({HostTensor::random(DType::BF16, {m, k}, 1), HostTensor::random(DType::BF16, {k, n}, 2, -0.02, 0.02),
-           HostTensor::random(DType::BF16, {n}, 3)});
+  cx.bind(in);
   double kiln_ms = time_ms(*cx.stream_, [&] { cx.launch(); });
-  // The bare GEMM and cuBLASLt's own fused GELU+bias epilogue, on the same sizes.
+  // The gelu pass alone: gelu(z + b) with z the size of the product.
+  double pass_ms = 0;
+  if (!tanh_form) {
+    Graph p("gelu_pass");
+    Value* z = p.add_input("z", TensorType{DType::BF16, static_shape({m, n}), Device::CPU});
+    Value* pb = p.add_input("b", TensorType{DType::BF16, static_shape({n}), Device::CPU});
+    p.set_outputs({p.add(Op::Gelu, {p.add(Op::Add, {z, pb})}, form)});
+    auto px = compile_cuda(p);
+    auto& pcx = as_cuda(px);
+    pcx.bind({HostTensor::random(DType::BF16, {m, n}, 4, -3, 3), in[2]});
+    pass_ms = time_ms(*pcx.stream_, [&] { pcx.launch(); });
+  }
+  // The bare GEMM and cuBLASLt's own fused GELU+bias epilogue, on the same operands, and the bare
+  // GEMM on constant operands for comparison with earlier reports.
   cuda::Stream& s = *cx.stream_;
-  auto dx = cuda::DeviceTensor::empty(DType::BF16, {m, k}, s), dw = cuda::DeviceTensor::empty(DType::BF16, {k, n}, s);
-  auto db = cuda::DeviceTensor::empty(DType::BF16, {n}, s), dy = cuda::DeviceTensor::empty(DType::BF16, {m, n}, s);
+  auto dx = cuda::DeviceTensor::upload(in[0], s), dw = cuda::DeviceTensor::upload(in[1], s);
+  auto db = cuda::DeviceTensor::upload(in[2], s), dy = cuda::DeviceTensor::empty(DType::BF16, {m, n}, s);
   auto ws = cuda::DeviceTensor::empty(DType::U8, {int64_t(cuda::LtMatmul::kWorkspaceBytes)}, s);
-  dx.fill_bytes(0x3c, s), dw.fill_bytes(0x3c, s), db.fill_bytes(0x3c, s);
   cuda::LtMatmul bare(m, n, k, DType::BF16, cuda::MatmulEpilogue::None);
   cuda::LtMatmul fused(m, n, k, DType::BF16, cuda::MatmulEpilogue::GeluBias);
   double bare_ms = time_ms(s, [&] { bare.run(dx.data(), dw.data(), 0, dy.data(), ws.data(), s); });
   double fused_ms = time_ms(s, [&] { fused.run(dx.data(), dw.data(), db.data(), dy.data(), ws.data(), s); });
-  r.add(tanh_form ? "gelu_tanh_linear" : "gelu_linear", str("{\"m\": ", m, ", \"kiln_ms\": ", fixed(kiln_ms), ", \"bare_gemm_ms\": ", fixed(bare_ms),
-                           ", \"lt_gelu_bias_epilogue_ms\": ", fixed(fused_ms), ", \"kiln_over_bare\": ", fixed(kiln_ms / bare_ms, 3),
-                           ", \"kernels\": ", cx.launches_per_run(), ", \"kiln_scalar_points_ms\": ", fixed(scalar_ms), "}"));
+  dx.fill_bytes(0x3c, s), dw.fill_bytes(0x3c, s);
+  double constant_ms = time_ms(s, [&] { bare.run(dx.data(), dw.data(), 0, dy.data(), ws.data(), s); });
+  r.add(tanh_form ? "gelu_tanh_linear" : "gelu_linear",
+        str("{\"m\": ", m, ", \"kiln_ms\": ", fixed(kiln_ms), ", \"bare_gemm_ms\": ", fixed(bare_ms),
+            ", \"bare_gemm_constant_operands_ms\": ", fixed(constant_ms), ", \"lt_gelu_bias_epilogue_ms\": ", fixed(fused_ms),
+            ", \"kiln_over_bare\": ", fixed(kiln_ms / bare_ms, 3), ", \"kernels\": ", cx.launches_per_run(),
+            ", \"kiln_scalar_points_ms\": ", fixed(scalar_ms), ", \"gelu_pass_ms\": ", fixed(pass_ms),
+            ", \"gelu_pass_TBps\": ", fixed(pass_ms > 0 ? 2.0 * 2 * double(m) * double(n) / pass_ms / 1e9 : 0.0, 3), "}"));
 }
 
 void block(Results& r, int64_t batch, int64_t seq, bool graphs, bool fused_attention = true) {
@@ -306,13 +330,15 @@ int main(int argc, char** argv) {
   std::string json_path;
   bool quick = false;
   std::string only;
+  int64_t only_cols = 0;  // rows section: only the shape with this many columns
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--json" && i + 1 < argc) json_path = argv[++i];
     else if (a == "--quick") quick = true;
     else if (a == "--only" && i + 1 < argc) only = argv[++i];
+    else if (a == "--cols" && i + 1 < argc) only_cols = std::stoll(argv[++i]);
     else {
-      std::cerr << "usage: kiln-gpu-bench [--json FILE] [--quick] [--only rows|gelu|block|dispatch]\n";
+      std::cerr << "usage: kiln-gpu-bench [--json FILE] [--quick] [--only rows|gelu|block|dispatch] [--cols N]\n";
       return 2;
     }
   }
@@ -331,7 +357,7 @@ int main(int argc, char** argv) {
     }
   };
   section("dispatch", [&] { dispatch(r); });
-  section("rows", [&] { rows(r, quick); });
+  section("rows", [&] { rows(r, quick, only_cols); });
   section("gelu", [&] {
     gelu_linear(r, quick, false);
     gelu_linear(r, quick, true);

@@ -39,6 +39,23 @@ std::string device_text(const std::string& text) {
   return out;
 }
 
+// Whether `body` stores something and every store writes an f16/bf16 buffer: then every value it
+// computes is rounded to a 16-bit float before it leaves the kernel.
+bool stores_only_16bit_floats(const std::vector<Stmt>& body, const std::vector<lower::KernelParam>& params) {
+  bool any = false, all = true;
+  std::function<void(const std::vector<Stmt>&)> walk = [&](const std::vector<Stmt>& stmts) {
+    for (const Stmt& st : stmts) {
+      if (st.kind == Stmt::kFor) walk(st.body);
+      if (st.kind != Stmt::kStore) continue;
+      const DType t = params[size_t(st.param % kStagedParamBase)].dtype;
+      any = true;
+      all &= t == DType::F16 || t == DType::BF16;
+    }
+  };
+  walk(body);
+  return any && all;
+}
+
 bool contains_loop(const std::vector<Stmt>& body) {
   for (const Stmt& st : body)
     if (st.kind == Stmt::kFor) return true;
@@ -56,22 +73,30 @@ struct Printer {
   // on the GPU; the decode of a flattened index divides).
   std::string idx = "int64_t";
   std::string single_writer_test = "threadIdx.x == 0";  // who stores a row-level value
-  bool fast_exp_ = false;  // inside a register-row loop of a kernel with RowStaging::fast_exp
+  // Every value the statements being printed compute is rounded to f16/bf16 before it is stored
+  // (RowStaging::fast_exp inside register-row loops; pointwise kernels that store only 16-bit
+  // floats): exp and gelu use the hardware's approximations (kiln_exp16, kiln_gelu16).
+  bool fast16_ = false;
   int fused_sites_ = 0;    // fused reductions emitted (each gets its own shared slots)
   // Bulk rows: the refill of the row's stage, emitted after the row's first block reduction (its
   // barrier is passed by every thread after it read the stage), or at the row's end.
   std::function<void(int)> pending_refill_ = nullptr;
 
-  // The shared scalar expression; kiln_exp becomes kiln_exp16 (ex2.approx) where fast_exp_ says
-  // every value is rounded to a 16-bit float before it is stored.
+  // The shared scalar expression; where fast16_ says every value is rounded to a 16-bit float
+  // before it is stored, kiln_exp becomes kiln_exp16 (ex2.approx) and kiln_gelu kiln_gelu16.
   std::string expression(const lower::Scalar& s) {
     std::string text = c_scalar_expression(s);
-    if (!fast_exp_) return text;
+    if (!fast16_) return text;
+    static const std::pair<std::string, std::string> kFast[] = {{"kiln_exp(", "kiln_exp16("}, {"kiln_gelu(", "kiln_gelu16("}};
     std::string out;
     for (size_t i = 0; i < text.size(); ++i) {
-      if (text.compare(i, 9, "kiln_exp(") == 0 && (i == 0 || !(std::isalnum(static_cast<unsigned char>(text[i - 1])) || text[i - 1] == '_'))) {
-        out += "kiln_exp16(";
-        i += 8;
+      const bool word_start = i == 0 || !(std::isalnum(static_cast<unsigned char>(text[i - 1])) || text[i - 1] == '_');
+      const std::pair<std::string, std::string>* hit = nullptr;
+      for (const auto& f : kFast)
+        if (word_start && text.compare(i, f.first.size(), f.first) == 0) hit = &f;
+      if (hit) {
+        out += hit->second;
+        i += hit->first.size() - 1;
       } else {
         out += text[i];
       }
@@ -246,9 +271,9 @@ struct Printer {
                         st.var, ");"));
     }
     for (const Stmt& leaf : st.body) {
-      if (staging.fast_exp) fast_exp_ = true;
+      if (staging.fast_exp) fast16_ = true;
       emit_leaf(leaf, inner, false);
-      fast_exp_ = false;
+      fast16_ = false;
       if (leaf.kind != Stmt::kLet) continue;
       for (const KeptValue& kv : staging.kept)
         if (kv.let == leaf.name) line(inner, str(kv.array, "[kiln_e] = ", leaf.name, ";"));
@@ -556,6 +581,7 @@ struct Printer {
     VectorPoints vp;
     if (out.mapping == GridMapping::kPointwise && !nest.empty() && options.vector_points)
       vp = plan_vector_points(*inner, *nest.back(), k.params);
+    if (out.mapping == GridMapping::kPointwise) fast16_ = stores_only_16bit_floats(*inner, k.params);
     if (vp.vector > 0) {
       // Each thread takes `vector` consecutive points of the innermost loop (its extent is a
       // multiple), moving the contiguous buffers as one vector each.

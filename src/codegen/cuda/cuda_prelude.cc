@@ -131,7 +131,38 @@ __device__ inline float kiln_exp16(float x) {
 __device__ inline double kiln_exp(double x) { return ::exp(x); }
 __device__ inline float kiln_erf(float x) { return ::erff(x); }  // the shared emitter writes kiln_erf
 __device__ inline double kiln_erf(double x) { return ::erf(x); }
-__device__ inline float kiln_gelu(float x) { return 0.5f * x * (1.0f + ::erff(x * 0.707106781186547524f)); }
+// gelu without erff: 1 + erf(z) is erfc(-z) for z < 0 and 2 - erfc(z) otherwise, with erfc(a >= 0)
+// = t exp(-a^2 + P(t)), t = 1/(1 + a/2), the fit c_prelude.cc's kiln_gelu uses (relative error
+// < 1.2e-7). On the negative side gelu keeps its relative accuracy where 1 + erff(z) cancelled,
+// and the body is ~10 FMAs and one exp instead of erff's two polynomials. kFast (kiln_gelu16, for
+// kernels whose every result is rounded to f16/bf16): the hardware's reciprocal and ex2 (relative
+// errors ~2^-22 and ~2^-22 + |arg| 2^-24) instead of the IEEE division and expf.
+template <bool kFast> __device__ inline float kiln_gelu_erfc(float x) {
+  // a = |x| / sqrt(2) folds into t's constant, and a^2 = x^2 / 2 into the exponent.
+  const float u = fmaf(fabsf(x), 0.353553390593273762f, 1.0f);
+  float t;
+  if (kFast) {
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(t) : "f"(u));
+  } else {
+    t = 1.0f / u;
+  }
+  // kFast: the exponent in base 2 (log2 e folded into the coefficients) for one ex2.approx.
+  constexpr float k = kFast ? 1.4426950408889634f : 1.0f;
+  const float p = -1.26551223f * k + t * (1.00002368f * k + t * (0.37409196f * k + t * (0.09678418f * k +
+                  t * (-0.18628806f * k + t * (0.27886807f * k + t * (-1.13520398f * k + t * (1.48851587f * k +
+                  t * (-0.82215223f * k + t * (0.17087277f * k)))))))));
+  const float arg = fmaf(x * x, -0.5f * k, p);
+  float e;
+  if (kFast) {
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(arg));
+  } else {
+    e = ::expf(arg);
+  }
+  const float erfc = t * e;
+  return 0.5f * x * (x < 0.0f ? erfc : 2.0f - erfc);
+}
+__device__ inline float kiln_gelu(float x) { return kiln_gelu_erfc<false>(x); }
+__device__ inline float kiln_gelu16(float x) { return kiln_gelu_erfc<true>(x); }
 __device__ inline double kiln_gelu(double x) { return 0.5 * x * (1.0 + ::erf(x / 1.4142135623730951)); }
 template <typename T> __device__ inline T kiln_gelu_tanh(T x) {
   T u = T(0.7978845608028654) * (x + T(0.044715) * x * x * x);
