@@ -54,6 +54,10 @@ struct Agreement {
 };
 // Throws kiln::Error when dtypes or shapes differ.
 Agreement compare(const HostTensor& expected, const HostTensor& actual, double atol, double rtol);
+// The default (atol, rtol) for comparing results of dtype `d` (a few units in its last place,
+// since compiled kernels round intermediates differently from the interpreter): 1e-4 and 1e-3
+// for f32 and f64, 1e-2 for f16 (ulp 2^-10), 3e-2 for bf16 (ulp 2^-7); 0 for exact types.
+std::pair<double, double> default_tolerances(DType d);
 
 struct DemoOptions {
   uint64_t seed = 0;

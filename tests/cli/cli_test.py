@@ -158,6 +158,27 @@ def test_compile_run_onnx():
         expect(a == b, f"{n}: the AOT artefact's output differs from the JIT's")
 
 
+def test_check_tolerance():
+    # --expect compares with the given tolerances (--atol/--rtol reach the model path), by default
+    # those of the output's dtype (f32 here: 1e-4 + 1e-3 relative).
+    need_onnx()
+    saved = os.path.join(TMP, "want")
+    kiln("run", ONNX_MODEL, "--save", saved, "--seed", "3")
+    name = sorted(os.listdir(saved))[0]
+    path = os.path.join(saved, name)
+    data = bytearray(open(path, "rb").read())
+    hlen = struct.unpack("<H", data[8:10])[0]
+    first = 10 + hlen
+    value = struct.unpack("<f", data[first:first + 4])[0]
+    data[first:first + 4] = struct.pack("<f", value + 0.05)  # one element off by 0.05
+    open(path, "wb").write(bytes(data))
+    expect_arg = f"{name[:-4]}={path}"
+    p = kiln("run", ONNX_MODEL, "--seed", "3", "--expect", expect_arg, ok=False)
+    expect(p.returncode != 0 and "OUT OF TOLERANCE" in p.stdout, f"a 0.05 error passed the default f32 tolerance:\n{p.stdout}")
+    p = kiln("run", ONNX_MODEL, "--seed", "3", "--expect", expect_arg, "--atol", "0.1")
+    expect("within tolerance" in p.stdout, f"--atol 0.1 was not applied:\n{p.stdout}")
+
+
 def test_gap():
     svg, trace = os.path.join(TMP, "gap.svg"), os.path.join(TMP, "gap-trace.json")
     r = json.loads(kiln("gap", "--chain", "1,2,4", "--size", "1MB", "--repeats", "2", "--json", "--svg", svg,

@@ -25,8 +25,8 @@ struct RunOptions {
   ModelRunOptions model_options;
   bool json = false;
   uint64_t seed = 0;
-  double atol = 1e-4;
-  double rtol = 1e-3;
+  double atol = -1;  // < 0: demo::default_tolerances of the output's dtype
+  double rtol = -1;
   std::string device = "cpu";
   std::string profile;  // Chrome trace-event file
   const DeviceBackend* backend = nullptr;
@@ -49,7 +49,9 @@ CompiledDemo compile_demo(const demo::DemoResult& r, const RunOptions& options, 
   CompiledGraph compiled = optimize_and_compile(*r.graph, exec);
   CompiledDemo out;
   std::vector<HostTensor> outs = run_measured(*compiled.executable, {r.first_input}, out.scoreboard);
-  out.agreement = demo::compare(r.reference_output, outs.at(0), options.atol, options.rtol);
+  const auto [atol, rtol] = demo::default_tolerances(outs.at(0).dtype());
+  out.agreement = demo::compare(r.reference_output, outs.at(0), options.atol < 0 ? atol : options.atol,
+                                options.rtol < 0 ? rtol : options.rtol);
   out.pass_stats = compiled.pass_stats;
   out.compile_stats = compiled.executable->stats();
   return out;
@@ -135,8 +137,12 @@ Command add_run_command(CLI::App& parent) {
   add_model_options(*app, options->model_options);
   app->add_flag("--json", options->json, "Print the results and scoreboards as JSON");
   app->add_option("--seed", options->seed, "Seed of the demo's weights and inputs");
-  app->add_option("--atol", options->atol, "Absolute tolerance of the eager/traced comparison");
-  app->add_option("--rtol", options->rtol, "Relative tolerance of the eager/traced comparison");
+  app->add_option("--atol", options->atol,
+                  "Absolute tolerance of the comparisons (default by the output's dtype: 1e-4 for f32/f64, 1e-2 f16, "
+                  "3e-2 bf16)");
+  app->add_option("--rtol", options->rtol,
+                  "Relative tolerance of the comparisons (default by the output's dtype: 1e-3 for f32/f64, 1e-2 f16, "
+                  "3e-2 bf16)");
   app->add_option("--device", options->device, "Where to run: cpu (default) or cuda (when this build has it)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   app->add_option("--profile", options->profile,
@@ -161,12 +167,15 @@ int run_command(const RunOptions& options, const GlobalOptions& global) {
     exec.optimize = !options.no_optimize;
     exec.threads = global.threads;
     exec.device = options.backend;
-    return run_model(options.model, options.model_options, exec, options.json);
+    ModelRunOptions model_options = options.model_options;
+    model_options.atol = options.atol, model_options.rtol = options.rtol;
+    return run_model(options.model, model_options, exec, options.json);
   }
   demo::DemoOptions demo_options;
   demo_options.seed = options.seed;
-  demo_options.atol = options.atol;
-  demo_options.rtol = options.rtol;
+  const auto [atol, rtol] = demo::default_tolerances(DType::F32);  // the demo's models are f32
+  demo_options.atol = options.atol < 0 ? atol : options.atol;
+  demo_options.rtol = options.rtol < 0 ? rtol : options.rtol;
   std::vector<demo::DemoResult> results;
   {
     PhaseScope phase("capture (trace + eager demo)");

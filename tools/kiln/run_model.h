@@ -19,7 +19,7 @@ struct ModelRunOptions {
   std::string save_dir;              // writes DIR/<output>.npy
   bool check = false;                // compare with the reference interpreter
   uint64_t seed = 0;
-  double atol = 1e-4, rtol = 1e-3;
+  double atol = -1, rtol = -1;       // < 0: demo::default_tolerances of each output's dtype
 };
 
 void add_model_options(CLI::App& app, ModelRunOptions& options);

@@ -90,6 +90,14 @@ std::string Agreement::to_string() const {
              within_tolerance ? " (within tolerance)" : " (OUT OF TOLERANCE)");
 }
 
+std::pair<double, double> default_tolerances(DType d) {
+  switch (d) {
+    case DType::F16: return {1e-2, 1e-2};
+    case DType::BF16: return {3e-2, 3e-2};
+    default: return is_float(d) ? std::pair<double, double>{1e-4, 1e-3} : std::pair<double, double>{0, 0};
+  }
+}
+
 Agreement compare(const HostTensor& expected, const HostTensor& actual, double atol, double rtol) {
   KILN_CHECK(expected.dtype() == actual.dtype() && expected.shape() == actual.shape(),
              "cannot compare ", dtype_name(expected.dtype()), dims_to_string(expected.shape()),

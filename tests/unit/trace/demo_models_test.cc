@@ -85,3 +85,22 @@ TEST(DemoModels, CompareMeasuresAbsoluteAndRelativeError) {
   EXPECT_FALSE(demo::compare(e, nan_vs_number, 1e9, 1e9).within_tolerance);
   EXPECT_THROW(demo::compare(e, HostTensor::zeros(DType::F64, {2}), 1, 1), Error);
 }
+
+// Default tolerances follow the dtype: a one-ulp bf16 difference (values rounded differently by a
+// compiled kernel) passes bf16's, a 1% error fails f32's.
+TEST(DemoModels, DefaultTolerancesFollowTheDtype) {
+  auto [f32_atol, f32_rtol] = demo::default_tolerances(DType::F32);
+  EXPECT_EQ(f32_atol, 1e-4);
+  EXPECT_EQ(f32_rtol, 1e-3);
+  EXPECT_EQ(demo::default_tolerances(DType::I32), (std::pair<double, double>{0, 0}));
+  HostTensor want = HostTensor::empty(DType::BF16, {2}), got = HostTensor::empty(DType::BF16, {2});
+  want.set_f64(0, 0.75), want.set_f64(1, -3.0);
+  got.set_f64(0, 0.75 + 0.00390625), got.set_f64(1, -3.0);  // one ulp of bf16 at 0.75
+  auto [atol, rtol] = demo::default_tolerances(DType::BF16);
+  EXPECT_TRUE(demo::compare(want, got, atol, rtol).within_tolerance);
+  got.set_f64(1, -3.5);
+  EXPECT_FALSE(demo::compare(want, got, atol, rtol).within_tolerance);
+  HostTensor w32 = HostTensor::empty(DType::F32, {1}), g32 = HostTensor::empty(DType::F32, {1});
+  w32.set_f64(0, 2.0), g32.set_f64(0, 2.02);
+  EXPECT_FALSE(demo::compare(w32, g32, f32_atol, f32_rtol).within_tolerance);
+}
