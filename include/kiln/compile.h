@@ -31,6 +31,9 @@ struct CompileOptions {
   // Ops kept whole even where they have a decomposition: a target with a kernel of its own for
   // them (compile_cuda: attention, which it first decomposes where its kernel cannot run it).
   std::set<Op> keep_whole;
+  // Attention kept whole reads q, k and v through strided views in place (compile_cuda: its fused
+  // kernel takes strides) instead of materialising them.
+  bool attention_reads_views = false;
   // Adds -march=native: faster, but the shared objects (and the cache entries) then only run on
   // machines like this one. Off by default so caches are portable.
   bool march_native = false;

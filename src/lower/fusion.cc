@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "kiln/error.h"
+#include "lower/strided_view.h"
 #include "lower/view_rules.h"
 
 namespace kiln::lower {
@@ -190,7 +191,7 @@ struct Scheduler {
     s.residence[out] = Residence::kView;
     bool needs_copy = g.is_output(out);
     for (const Use& u : out->uses)
-      if (kinds.at(u.user) == NodeKind::kLibrary) needs_copy = true;
+      if (kinds.at(u.user) == NodeKind::kLibrary && !read_in_place(u, out)) needs_copy = true;
     if (!needs_copy) {
       d.action = "view";
       d.reason = "consumers compute addresses through it (no copy)";
@@ -206,6 +207,21 @@ struct Scheduler {
     d.action = str("starts group ", id);
     d.reason = "view materialised: a library call or the graph output needs it contiguous";
     s.decisions.push_back(d);
+  }
+
+  // Whether library use u reads view `out` in place: attention's q, k, v where the kernel takes
+  // strides (ScheduleOptions::attention_reads_views) and the view is one it can walk, 16-byte
+  // aligned for its copies.
+  bool read_in_place(const Use& u, const Value* out) const {
+    if (!opt.attention_reads_views || u.user->op != Op::Attention || u.operand_index > 2) return false;
+    auto view = strided_view(out, [&](const Value* v) {
+      auto it = s.residence.find(v);
+      return it != s.residence.end() && it->second == Residence::kView;
+    });
+    if (!view) return false;
+    std::vector<int64_t> dims;
+    for (const SymInt& d : out->type.shape) dims.push_back(d.constant());  // static: strided_view checked
+    return batched_rows(dims, *view, std::max<int64_t>(1, 16 / dtype_size(out->type.dtype))).has_value();
   }
 
   void run() {

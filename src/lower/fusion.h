@@ -45,6 +45,9 @@ struct FusionDecision {
 
 struct ScheduleOptions {
   bool fuse = true;
+  // Attention's q, k and v may be read through an unmaterialised strided view (the CUDA fused
+  // kernel takes strides; strided_view.h) instead of a copy.
+  bool attention_reads_views = false;
   // Whether a generated kernel can compute node n (else it becomes a library call).
   std::function<bool(const Node&)> can_generate;
 };

@@ -126,6 +126,7 @@ std::shared_ptr<runtime::CompiledExecutable> lower_graph(const Graph& input, con
   exe->symbols = graph_symbols(g);
   lower::ScheduleOptions so;
   so.fuse = opt.fuse;
+  so.attention_reads_views = opt.attention_reads_views;
   so.can_generate = can_generate;
   exe->schedule = lower::schedule(g, so);
   const lower::Schedule& s = exe->schedule;

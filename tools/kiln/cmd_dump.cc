@@ -86,6 +86,7 @@ Command add_dump_command(CLI::App& parent) {
                    codegen::cuda::prepare_graph_for_cuda(*gpu_graph, /*fused_attention=*/true);
                    CompileOptions gpu_copts = copts;
                    gpu_copts.keep_whole.insert(Op::Attention);
+                   gpu_copts.attention_reads_views = true;
                    const auto gpu_lowered = runtime::lower_for_target(*gpu_graph, gpu_copts, "kiln_");
                    std::set<std::pair<DType, int64_t>> attention;
                    for (const runtime::Step& step : gpu_lowered->steps)

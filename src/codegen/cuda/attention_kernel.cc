@@ -20,6 +20,10 @@ struct KilnAttentionArgs {
   const uint16_t* k;
   const uint16_t* v;
   uint16_t* out;
+  long long q_outer, q_head, q_row;  // element strides: merged batch, head, row (D is contiguous)
+  long long k_outer, k_head, k_row;
+  long long v_outer, v_head, v_row;
+  int heads;  // blockIdx.x = batch * heads + head
   int tq, tk, causal, causal_offset;
   float scale_log2;
 };
@@ -66,13 +70,15 @@ template <bool kTrans> __device__ __forceinline__ void kiln_att_ldmatrix(unsigne
 __device__ __forceinline__ void kiln_att_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 __device__ __forceinline__ void kiln_att_wait_all_but_newest() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
 
-// rows [row0, row0 + 64) of a [rows, kD] matrix into a [64][kD + 8] tile (rows past `rows` zero).
-template <int kD> __device__ __forceinline__ void kiln_att_load_tile(uint16_t* tile, const uint16_t* m, int row0, int rows) {
+// rows [row0, row0 + 64) of a [rows, kD] matrix whose rows lie `stride` elements apart into a
+// [64][kD + 8] tile (rows past `rows` zero).
+template <int kD> __device__ __forceinline__ void kiln_att_load_tile(uint16_t* tile, const uint16_t* m, int row0, int rows,
+                                                                     long long stride) {
   constexpr int kChunks = kD / 8, kLd = kD + 8;
   for (int c = int(threadIdx.x); c < 64 * kChunks; c += 128) {
     const int r = c / kChunks, col = c % kChunks * 8;
     const bool valid = row0 + r < rows;
-    kiln_att_copy16(tile + r * kLd + col, valid ? m + size_t(row0 + r) * kD + col : m, valid);
+    kiln_att_copy16(tile + r * kLd + col, valid ? m + (row0 + r) * stride + col : m, valid);
   }
 }
 
@@ -84,16 +90,17 @@ template <int kD, bool kBf16> __device__ void kiln_attention(const KilnAttention
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32, g = lane / 4, t = lane % 4;
   const int q0 = (int(gridDim.y) - 1 - int(blockIdx.y)) * 64;  // the longest causal rows first
   const size_t head = blockIdx.x;
-  const uint16_t* q = a.q + head * size_t(a.tq) * kD;
-  const uint16_t* k = a.k + head * size_t(a.tk) * kD;
-  const uint16_t* v = a.v + head * size_t(a.tk) * kD;
+  const long long b = (long long)(head / unsigned(a.heads)), h = (long long)(head % unsigned(a.heads));
+  const uint16_t* q = a.q + b * a.q_outer + h * a.q_head;
+  const uint16_t* k = a.k + b * a.k_outer + h * a.k_head;
+  const uint16_t* v = a.v + b * a.v_outer + h * a.v_head;
   uint16_t* out = a.out + head * size_t(a.tq) * kD;
   int keys = a.tk;  // keys any row of this block keeps
   if (a.causal) keys = min(keys, max(0, q0 + 63 + a.causal_offset + 1));
   const int tiles = (keys + 63) / 64;
 
-  kiln_att_load_tile<kD>(qs, q, q0, a.tq);
-  if (tiles > 0) kiln_att_load_tile<kD>(ks, k, 0, a.tk), kiln_att_load_tile<kD>(vs, v, 0, a.tk);
+  kiln_att_load_tile<kD>(qs, q, q0, a.tq, a.q_row);
+  if (tiles > 0) kiln_att_load_tile<kD>(ks, k, 0, a.tk, a.k_row), kiln_att_load_tile<kD>(vs, v, 0, a.tk, a.v_row);
   kiln_att_commit();
 
   const float inf = __int_as_float(0x7f800000);
@@ -106,8 +113,8 @@ template <int kD, bool kBf16> __device__ void kiln_attention(const KilnAttention
   for (int tile = 0; tile < tiles; ++tile) {
     const int stage = tile & 1;
     if (tile + 1 < tiles) {
-      kiln_att_load_tile<kD>(ks + (stage ^ 1) * 64 * kLd, k, (tile + 1) * 64, a.tk);
-      kiln_att_load_tile<kD>(vs + (stage ^ 1) * 64 * kLd, v, (tile + 1) * 64, a.tk);
+      kiln_att_load_tile<kD>(ks + (stage ^ 1) * 64 * kLd, k, (tile + 1) * 64, a.tk, a.k_row);
+      kiln_att_load_tile<kD>(vs + (stage ^ 1) * 64 * kLd, v, (tile + 1) * 64, a.tk, a.v_row);
     }
     kiln_att_commit();
     kiln_att_wait_all_but_newest();  // this tile (and q) have landed

@@ -32,10 +32,15 @@ int64_t fused_attention_shared_bytes(int64_t head_dim);
 
 // The kernel's one parameter, passed by value (its layout matches the struct in the source).
 struct FusedAttentionArgs {
-  const void* q = nullptr;  // [BH, Tq, D], contiguous
-  const void* k = nullptr;  // [BH, Tk, D]
-  const void* v = nullptr;  // [BH, Tk, D]
-  void* out = nullptr;      // [BH, Tq, D]
+  const void* q = nullptr;  // [B, H, Tq, D] at the strides below (D contiguous)
+  const void* k = nullptr;  // [B, H, Tk, D]
+  const void* v = nullptr;  // [B, H, Tk, D]
+  void* out = nullptr;      // [B*H, Tq, D], contiguous
+  // Element strides of q, k and v: between batch indices (the dims before H merged), heads, rows.
+  int64_t q_outer = 0, q_head = 0, q_row = 0;
+  int64_t k_outer = 0, k_head = 0, k_row = 0;
+  int64_t v_outer = 0, v_head = 0, v_row = 0;
+  int heads = 1;  // H: the grid's x is batch * heads + head
   int tq = 0;
   int tk = 0;
   int causal = 0;         // keep key j for query i only when j <= i + causal_offset

@@ -16,6 +16,7 @@
 #include "kernels/cpu/eager.h"
 #include "kiln/error.h"
 #include "kiln/interp.h"
+#include "lower/strided_view.h"
 #include "runtime/compile_cache.h"
 #include "runtime/cuda/cuda_device.h"
 #include "runtime/cuda/nvrtc_compiler.h"
@@ -162,7 +163,7 @@ DeviceArenaPlan CudaExecutable::device_memory_plan(const std::map<std::string, i
   for (size_t k = 0; k < lowered->steps.size(); ++k) {
     const runtime::Step& step = lowered->steps[k];
     if (step.library) {
-      for (const Value* v : step.node->inputs) read(v, int(k));
+      for (const Value* v : step.node->inputs) read(stored_value(v), int(k));
       for (const Value* v : step.node->outputs) wrote(v, int(k));
       continue;
     }
@@ -188,17 +189,52 @@ DeviceArenaPlan CudaExecutable::device_memory_plan(const std::map<std::string, i
   return out;
 }
 
+const Value* CudaExecutable::stored_value(const Value* v) const {
+  const lower::Schedule& s = lowered->schedule;
+  while (s.residence.count(v) && s.residence.at(v) == lower::Residence::kView && v->producer) v = v->producer->inputs.at(0);
+  return v;
+}
+
 // One fused attention launch for these dims: a block per 64 query rows of each (batch, head).
 void CudaExecutable::plan_attention(const Node& n, const std::map<std::string, int64_t>& dims, StepPlan& plan) const {
   namespace cg = codegen::cuda;
   const std::vector<int64_t> q = eval_shape(n.inputs[0]->type.shape, dims), k = eval_shape(n.inputs[1]->type.shape, dims);
   const size_t rank = q.size();
   const int64_t heads = product(q, 0, rank - 2), tq = q[rank - 2], tk = k[rank - 2], d = q.back();
+  // Where q, k and v lie: their own row-major buffers, or the buffers unmaterialised views of them
+  // read (the scheduler leaves a view in place only where lower::batched_rows accepts it).
+  const lower::Schedule& sched = lowered->schedule;
+  auto is_view = [&](const Value* v) { return sched.residence.count(v) && sched.residence.at(v) == lower::Residence::kView; };
+  std::array<lower::BatchedRows, 3> walks;
+  for (size_t i = 0; i < 3; ++i) {
+    const Value* v = n.inputs[i];
+    const std::vector<int64_t> shape = eval_shape(v->type.shape, dims);
+    lower::StridedView view;
+    if (is_view(v)) {
+      auto strided = lower::strided_view(v, is_view);
+      KILN_CHECK(strided.has_value(), n.describe(), ": operand ", i, " is a view the fused attention kernel cannot walk");
+      view = *strided;
+    } else {
+      view.source = v;
+      view.strides.assign(shape.size(), 1);
+      for (size_t j = shape.size() - 1; j-- > 0;) view.strides[j] = view.strides[j + 1] * shape[j + 1];
+    }
+    auto rows = lower::batched_rows(shape, view, 8);
+    KILN_CHECK(rows.has_value(), n.describe(), ": operand ", i, " is not laid out as the fused attention kernel reads it");
+    walks[i] = *rows;
+    plan.attention_offsets[i] = view.offset * int64_t(dtype_size(v->type.dtype));
+    plan.buffers.push_back(view.source);
+  }
+  plan.buffers.push_back(n.outputs[0]);
   const int64_t query_blocks = (tq + cg::kFusedAttentionQueryRows - 1) / cg::kFusedAttentionQueryRows;
   KILN_CHECK(heads <= std::numeric_limits<int32_t>::max() && query_blocks <= 65535 && tk <= std::numeric_limits<int32_t>::max(),
              n.describe(), ": too large for the fused attention kernel's grid (", heads, " heads of ", tq, " queries, ", tk,
              " keys)");
   cg::FusedAttentionArgs a;
+  a.q_outer = walks[0].outer_stride, a.q_head = walks[0].head_stride, a.q_row = walks[0].row_stride;
+  a.k_outer = walks[1].outer_stride, a.k_head = walks[1].head_stride, a.k_row = walks[1].row_stride;
+  a.v_outer = walks[2].outer_stride, a.v_head = walks[2].head_stride, a.v_row = walks[2].row_stride;
+  a.heads = int(std::max<int64_t>(1, walks[0].heads));
   a.tq = int(tq);
   a.tk = int(tk);
   a.causal = n.attrs.get_int("causal") != 0;
@@ -206,7 +242,6 @@ void CudaExecutable::plan_attention(const Node& n, const std::map<std::string, i
   const double scale = n.attrs.get_float("scale") != 0 ? n.attrs.get_float("scale") : 1.0 / std::sqrt(double(d));
   a.scale_log2 = float(scale * 1.4426950408889634);  // log2(e)
   plan.attention = a;
-  plan.buffers = {n.inputs[0], n.inputs[1], n.inputs[2], n.outputs[0]};
   const auto [dtype, head_dim] = cg::fused_attention_kernel(n);
   plan.fn = attention_functions_.at(cg::fused_attention_kernel_name(dtype, head_dim));
   plan.shape.grid_x = unsigned(heads);
@@ -397,9 +432,9 @@ void CudaExecutable::enqueue(Binding& b) {
                          b.workspace.data(), *stream_, plan.buffers.size() > 4 ? device_ptr(plan.buffers[4]) : 0);
       if (plan.attention) {
         codegen::cuda::FusedAttentionArgs args = *plan.attention;
-        args.q = reinterpret_cast<const void*>(device_ptr(plan.buffers[0]));
-        args.k = reinterpret_cast<const void*>(device_ptr(plan.buffers[1]));
-        args.v = reinterpret_cast<const void*>(device_ptr(plan.buffers[2]));
+        args.q = reinterpret_cast<const void*>(device_ptr(plan.buffers[0]) + DevicePtr(plan.attention_offsets[0]));
+        args.k = reinterpret_cast<const void*>(device_ptr(plan.buffers[1]) + DevicePtr(plan.attention_offsets[1]));
+        args.v = reinterpret_cast<const void*>(device_ptr(plan.buffers[2]) + DevicePtr(plan.attention_offsets[2]));
         args.out = reinterpret_cast<void*>(device_ptr(plan.buffers[3]));
         if (args.tk == 0) {  // no keys: the product with an empty v is zeros
           const Value* out = plan.buffers[3];
@@ -513,8 +548,11 @@ void CudaExecutable::record(Binding& b, Scoreboard* sb) {
     rec.time_us = 1000.0 * marks[i + 1]->elapsed_ms_since(*marks[i]);
     const StepPlan& plan = b.steps[i];
     if (plan.library) {
-      for (size_t k = 0; k < plan.buffers.size(); ++k) {
-        const Value* v = plan.buffers[k];
+      // Attention's buffers may be those its operands are views of: count the operands.
+      std::vector<const Value*> moved = plan.buffers;
+      if (plan.attention) moved = {step.node->inputs[0], step.node->inputs[1], step.node->inputs[2], step.node->outputs[0]};
+      for (size_t k = 0; k < moved.size(); ++k) {
+        const Value* v = moved[k];
         int64_t bytes = v->type.numel().evaluate(b.dims) * dtype_size(v->type.dtype);
         (k == (plan.attention ? 3 : 2) ? rec.bytes_written : rec.bytes_read) += bytes;
       }
@@ -653,7 +691,7 @@ std::shared_ptr<Executable> compile_cuda(const Graph& g, const CudaCompileOption
   std::unique_ptr<Graph> prepared = g.clone();
   codegen::cuda::prepare_graph_for_cuda(*prepared, fused_attention);
   CompileOptions base = options.base;
-  if (fused_attention) base.keep_whole.insert(Op::Attention);
+  if (fused_attention) base.keep_whole.insert(Op::Attention), base.attention_reads_views = true;
   exe->lowered = runtime::lower_for_target(*prepared, base, "kiln_cu_");
   const runtime::CompiledExecutable& low = *exe->lowered;
   std::set<const Value*> host_values;

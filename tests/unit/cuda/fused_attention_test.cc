@@ -1,7 +1,8 @@
 // The fused attention kernel (codegen/cuda/attention_kernel.h): which attention nodes it takes
 // (kept whole through lowering, everything else decomposed), its source through NVRTC, and on a
 // GPU its output against the interpreter at odd lengths, causal masks aligned to the bottom right
-// (rows with every key masked are NaN in both), both element types and several head dims.
+// (rows with every key masked are NaN in both), both element types and several head dims; and q,
+// k, v read in place through strided views (split from one projection, permuted to [B, H, T, D]).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,6 +11,7 @@
 #include "codegen/cuda/prepare_graph.h"
 #include "kiln/cuda.h"
 #include "kiln/interp.h"
+#include "lower/strided_view.h"
 #include "runtime/cuda/cuda_executable.h"
 #include "runtime/cuda/nvrtc_compiler.h"
 #include "runtime/executable.h"
@@ -101,6 +103,93 @@ TEST(CudaCompiled, FusedAttentionMatchesTheInterpreter) {
         if (c.tq > c.tk && c.causal) {
           EXPECT_TRUE(std::isnan(got[0].get_f64(0)));  // row 0 keeps no key
         }
+      }
+    }
+  }
+}
+
+// A transformer's attention input: one [B, T, 3*H*D] projection split into q, k, v (slices along
+// the last dim), each reshaped to [B, T, H, D] and permuted to [B, H, T, D].
+std::unique_ptr<Graph> projected_attention_graph(DType t, int64_t batch, int64_t seq, int64_t heads, int64_t d, bool causal) {
+  auto g = std::make_unique<Graph>("projected_attention");
+  const int64_t c = heads * d;
+  Value* qkv = g->add_input("qkv", TensorType{t, {SymInt(batch), SymInt(seq), SymInt(3 * c)}, Device::CPU});
+  std::vector<Value*> parts;
+  for (int64_t i = 0; i < 3; ++i) {
+    Value* part = g->add(Op::Slice, {qkv}, {{"axes", std::vector<int64_t>{2}}, {"starts", std::vector<int64_t>{i * c}},
+                                            {"ends", std::vector<int64_t>{(i + 1) * c}}, {"steps", std::vector<int64_t>{1}}});
+    Value* split = g->add(Op::Reshape, {part}, {{"shape", Shape{SymInt(batch), SymInt(seq), SymInt(heads), SymInt(d)}}});
+    parts.push_back(g->add(Op::Permute, {split}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}}));
+  }
+  g->set_outputs(g->add_node(Op::Attention, parts, {{"causal", int64_t(causal)}, {"scale", 0.0}}));
+  return g;
+}
+
+// The scheduler leaves the three permuted slices as views the attention step reads in place (no
+// copy kernels), and lower::strided_view gives their offsets and strides in the projection.
+TEST(CudaCodegen, FusedAttentionReadsStridedViewsInPlace) {
+  const int64_t B = 2, T = 37, H = 3, D = 16, C = H * D;
+  std::unique_ptr<Graph> g = projected_attention_graph(DType::BF16, B, T, H, D, true);
+  CompileOptions o;
+  o.keep_whole.insert(Op::Attention);
+  o.attention_reads_views = true;
+  auto low = runtime::lower_for_target(*g, o, "kiln_att_views_");
+  EXPECT_EQ(low->kernels.size(), 0u) << low->schedule.explain();
+  ASSERT_EQ(low->steps.size(), 1u);
+  const Node& att = *low->steps[0].node;
+  auto is_view = [&](const Value* v) { return low->schedule.residence_of(v) == lower::Residence::kView; };
+  for (int64_t i = 0; i < 3; ++i) {
+    auto view = lower::strided_view(att.inputs[size_t(i)], is_view);
+    ASSERT_TRUE(view.has_value());
+    EXPECT_EQ(view->source, low->graph->inputs()[0]);
+    EXPECT_EQ(view->offset, i * C);
+    EXPECT_EQ(view->strides, (std::vector<int64_t>{T * 3 * C, D, 3 * C, 1}));
+    auto rows = lower::batched_rows({B, H, T, D}, *view, 8);
+    ASSERT_TRUE(rows.has_value());
+    EXPECT_EQ(rows->outer_stride, T * 3 * C);
+    EXPECT_EQ(rows->heads, H);
+    EXPECT_EQ(rows->head_stride, D);
+    EXPECT_EQ(rows->row_stride, 3 * C);
+  }
+  // Without the option the views are copied, one kernel each.
+  o.attention_reads_views = false;
+  EXPECT_EQ(runtime::lower_for_target(*g, o, "kiln_att_copies_")->kernels.size(), 3u);
+  // Rows that start off a 16-byte boundary (head dim 12 in a projection of odd width) are copied.
+  std::unique_ptr<Graph> odd = projected_attention_graph(DType::BF16, 1, 5, 1, 12, false);
+  o.attention_reads_views = true;
+  EXPECT_EQ(runtime::lower_for_target(*odd, o, "kiln_att_odd_")->kernels.size(), 3u);
+}
+
+// strided_view rejects a reshape that merges dims a slice left apart (not affine).
+TEST(CudaCodegen, StridedViewsMustBeAffine) {
+  Graph g("merge");
+  Value* x = g.add_input("x", TensorType{DType::BF16, {SymInt(4), SymInt(10)}, Device::CPU});
+  Value* sliced = g.add(Op::Slice, {x}, {{"axes", std::vector<int64_t>{1}}, {"starts", std::vector<int64_t>{0}},
+                                         {"ends", std::vector<int64_t>{6}}, {"steps", std::vector<int64_t>{1}}});
+  Value* merged = g.add(Op::Reshape, {sliced}, {{"shape", Shape{SymInt(24)}}});
+  auto all_views = [&](const Value* v) { return v != x; };
+  EXPECT_FALSE(lower::strided_view(merged, all_views).has_value());
+  auto kept = lower::strided_view(sliced, all_views);
+  ASSERT_TRUE(kept.has_value());
+  EXPECT_EQ(kept->strides, (std::vector<int64_t>{10, 1}));
+}
+
+TEST(CudaCompiled, FusedAttentionReadsStridedViewsAndMatchesTheInterpreter) {
+  if (!cuda_unavailable_reason().empty()) GTEST_SKIP() << cuda_unavailable_reason();
+  for (DType t : {DType::BF16, DType::F16}) {
+    for (bool causal : {true, false}) {
+      const int64_t B = 2, T = 83, H = 3, D = 64;
+      std::unique_ptr<Graph> g = projected_attention_graph(t, B, T, H, D, causal);
+      CudaCompileOptions o;
+      o.base.cache_dir = test_cache_dir();
+      auto exe = compile_cuda(*g, o);
+      EXPECT_EQ(exe->stats().kernels_generated, 0) << "the views are read in place, not copied";
+      for (uint64_t r = 0; r < 2; ++r) {
+        std::vector<HostTensor> in = {HostTensor::random(t, {B, T, 3 * H * D}, 90 + r, -2, 2)};
+        std::vector<HostTensor> want = interp::run(*g, in);
+        std::vector<HostTensor> got = exe->run(in);
+        ASSERT_EQ(got.size(), 1u);
+        EXPECT_EQ(compare_tensors(got[0], want[0]), "") << dtype_name(t) << (causal ? " causal" : "") << " run " << r;
       }
     }
   }
