@@ -52,22 +52,24 @@ std::vector<double> values(const HostTensor& t) {
   return v;
 }
 
-// [B, S, H*D] (ONNX's 3-D packed heads) <-> [B, H, S, D].
-std::vector<double> unpack_heads(const std::vector<double>& x, int64_t B, int64_t S, int64_t H, int64_t D) {
+// [B, S, H*D] (ONNX's 3-D packed heads) <-> [B, H, S, D]: `to_heads` unpacks, else packs.
+std::vector<double> repack_heads(const std::vector<double>& x, int64_t B, int64_t S, int64_t H, int64_t D, bool to_heads) {
   std::vector<double> y(x.size());
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < H; ++h)
       for (int64_t s = 0; s < S; ++s)
-        for (int64_t d = 0; d < D; ++d) y[size_t(((b * H + h) * S + s) * D + d)] = x[size_t(((b * S + s) * H + h) * D + d)];
+        for (int64_t d = 0; d < D; ++d) {
+          const size_t heads = size_t(((b * H + h) * S + s) * D + d), packed = size_t(((b * S + s) * H + h) * D + d);
+          if (to_heads) y[heads] = x[packed];
+          else y[packed] = x[heads];
+        }
   return y;
 }
+std::vector<double> unpack_heads(const std::vector<double>& x, int64_t B, int64_t S, int64_t H, int64_t D) {
+  return repack_heads(x, B, S, H, D, true);
+}
 std::vector<double> pack_heads(const std::vector<double>& x, int64_t B, int64_t H, int64_t S, int64_t D) {
-  std::vector<double> y(x.size());
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t h = 0; h < H; ++h)
-      for (int64_t s = 0; s < S; ++s)
-        for (int64_t d = 0; d < D; ++d) y[size_t(((b * S + s) * H + h) * D + d)] = x[size_t(((b * H + h) * S + s) * D + d)];
-  return y;
+  return repack_heads(x, B, S, H, D, false);
 }
 
 // concat(past [B, H, P, D], new [B, H, S, D]) along the sequence axis.
