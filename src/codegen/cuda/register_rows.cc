@@ -251,14 +251,18 @@ RowStaging plan_one(const std::vector<Stmt>& row_body, const std::vector<std::st
   // The smallest block size from the preferred one up that holds the row, split over at most
   // max_cluster blocks — and, once the block has grown past the preferred size, over at most 8
   // while it can still grow: on the H200 a [512x262144] bf16 softmax ran at 2.56 TB/s as 8 blocks
-  // of 1024 threads and 2.06 as 16 of 512 (layer_norm 1.70 and 1.74).
+  // of 1024 threads and 2.06 as 16 of 512 (layer_norm 1.70 and 1.74). Rows with row-invariant
+  // weights (layer norm) take 16 there: since their weights sit in shared memory, a [512x262144]
+  // layer norm ran at 2.79 TB/s as 16 blocks of 512 and 2.65-2.69 as 8 of 1024, where softmax stayed
+  // faster on 8 (3.17 against 3.07; bench/results/gpu-h200-compiled-2026-11-30-s8.md).
+  const int grown_cluster = std::min(invariant.empty() ? 8 : 16, options.max_cluster);
   int cluster = 0, max_threads = 0;
   for (int t = std::min(options.preferred_threads, options.max_threads);; t *= 2) {
     t = std::min(t, options.max_threads);
     const int64_t per_block_max = int64_t(t) * max_per_thread;
     const int c = n > per_block_max ? pow2_at_least((n + per_block_max - 1) / per_block_max) : 1;
     const bool grown = t > options.preferred_threads && t < options.max_threads;
-    if (c <= (words_only ? (grown ? std::min(8, options.max_cluster) : options.max_cluster) : 1)) {
+    if (c <= (words_only ? (grown ? grown_cluster : options.max_cluster) : 1)) {
       cluster = c, max_threads = t;
       break;
     }
