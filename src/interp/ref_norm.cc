@@ -115,7 +115,8 @@ void ref_BatchNorm(const KernelArgs& a) {
 
 // out[b, i, :] = sum_j p[b, i, j] * v[b, j, :] with p = softmax_j(q[b, i] . k[b, j] * scale + mask).
 // Masked-out positions (bool mask false, or causal j > i + (Tk - Tq)) score -inf, so a row with
-// every key masked gives NaN, like softmax over all -inf (and like the decomposition).
+// every key masked gives NaN, like softmax over all -inf (and like the decomposition). heads_last:
+// row i of batch b = (n, h) is written at [n, i, h, :] of the [B, Tq, H, D] output.
 void ref_Attention(const KernelArgs& a) {
   const HostTensor &q = a.in[0], &k = a.in[1], &v = a.in[2];
   const HostTensor* mask = a.in.size() > 3 ? &a.in[3] : nullptr;
@@ -140,6 +141,11 @@ void ref_Attention(const KernelArgs& a) {
   std::optional<BroadcastIndex> mask_index;
   if (mask) mask_index.emplace(mask->shape(), scores_shape);
   bool bool_mask = mask && mask->dtype() == DType::Bool;
+  const bool heads_last = a.attrs.get_int("heads_last") != 0;
+  const int64_t H = r >= 3 ? q.shape()[size_t(r - 3)] : 1;
+  auto out_row = [&](int64_t b, int64_t i) {  // the element index of out[b, i, 0]
+    return heads_last ? ((b / H * Tq + i) * H + b % H) * Dv : (b * Tq + i) * Dv;
+  };
   std::vector<double> row(static_cast<size_t>(Tk));
   for (int64_t b = 0; b < batches; ++b)
     for (int64_t i = 0; i < Tq; ++i) {
@@ -158,7 +164,7 @@ void ref_Attention(const KernelArgs& a) {
       for (int64_t e = 0; e < Dv; ++e) {
         double acc = 0;
         for (int64_t j = 0; j < Tk; ++j) acc += row[size_t(j)] * v.get_f64((b * Tk + j) * Dv + e);
-        out.set_f64((b * Tq + i) * Dv + e, acc);
+        out.set_f64(out_row(b, i) + e, acc);
       }
     }
 }

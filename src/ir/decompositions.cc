@@ -226,7 +226,9 @@ std::vector<Value*> decompose_attention(Graph& g, const Node& n) {
     const SymInt& Tk = k->type.shape[size_t(rank - 2)];
     scores = g.add(Op::Where, {causal_keep_mask(g, Tq, Tk, q, k), scores, minus_inf});
   }
-  return {g.add(Op::MatMul, {softmax_of(g, scores, rank - 1, false), v})};
+  Value* out = g.add(Op::MatMul, {softmax_of(g, scores, rank - 1, false), v});
+  if (n.attrs.get_int("heads_last") != 0) out = g.add(Op::Permute, {out}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}});
+  return {out};
 }
 
 }  // namespace kiln

@@ -171,6 +171,10 @@ std::vector<TensorType> rule_attention(const InferCtx& ctx) {
   Shape out = batch;
   out.push_back(q.shape[size_t(r - 2)]);
   out.push_back(v.shape[size_t(r - 1)]);
+  if (ctx.attrs.get_int("heads_last") != 0) {  // [B, H, Tq, D] -> [B, Tq, H, D]
+    if (r != 4) ctx.fail("attention heads_last needs rank-4 q, k, v ([B, H, T, D])");
+    std::swap(out[1], out[2]);
+  }
   return {TensorType{q.dtype, out, q.device}};
 }
 

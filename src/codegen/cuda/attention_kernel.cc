@@ -23,6 +23,7 @@ struct KilnAttentionArgs {
   long long q_outer, q_head, q_row;  // element strides: merged batch, head, row (D is contiguous)
   long long k_outer, k_head, k_row;
   long long v_outer, v_head, v_row;
+  long long o_outer, o_head, o_row;  // the output's ([B, H, Tq, D], or [B, Tq, H, D] heads last)
   int heads;  // blockIdx.x = batch * heads + head
   int tq, tk, causal, causal_offset;
   float scale_log2;
@@ -94,7 +95,7 @@ template <int kD, bool kBf16> __device__ void kiln_attention(const KilnAttention
   const uint16_t* q = a.q + b * a.q_outer + h * a.q_head;
   const uint16_t* k = a.k + b * a.k_outer + h * a.k_head;
   const uint16_t* v = a.v + b * a.v_outer + h * a.v_head;
-  uint16_t* out = a.out + head * size_t(a.tq) * kD;
+  uint16_t* out = a.out + b * a.o_outer + h * a.o_head;
   int keys = a.tk;  // keys any row of this block keeps
   if (a.causal) keys = min(keys, max(0, q0 + 63 + a.causal_offset + 1));
   const int tiles = (keys + 63) / 64;
@@ -200,7 +201,7 @@ template <int kD, bool kBf16> __device__ void kiln_attention(const KilnAttention
     if (row >= a.tq) continue;
     #pragma unroll
     for (int j = 0; j < kD / 8; ++j)
-      *reinterpret_cast<unsigned*>(out + size_t(row) * kD + 8 * j + 2 * t) =
+      *reinterpret_cast<unsigned*>(out + row * a.o_row + 8 * j + 2 * t) =
           kiln_att_pack<kBf16>(acc[j][2 * r] * inv, acc[j][2 * r + 1] * inv);
   }
 }

@@ -35,11 +35,13 @@ struct FusedAttentionArgs {
   const void* q = nullptr;  // [B, H, Tq, D] at the strides below (D contiguous)
   const void* k = nullptr;  // [B, H, Tk, D]
   const void* v = nullptr;  // [B, H, Tk, D]
-  void* out = nullptr;      // [B*H, Tq, D], contiguous
-  // Element strides of q, k and v: between batch indices (the dims before H merged), heads, rows.
+  void* out = nullptr;      // [B, H, Tq, D], or [B, Tq, H, D] for heads_last; contiguous
+  // Element strides of q, k, v and out: between batch indices (the dims before H merged), heads,
+  // rows.
   int64_t q_outer = 0, q_head = 0, q_row = 0;
   int64_t k_outer = 0, k_head = 0, k_row = 0;
   int64_t v_outer = 0, v_head = 0, v_row = 0;
+  int64_t o_outer = 0, o_head = 0, o_row = 0;
   int heads = 1;  // H: the grid's x is batch * heads + head
   int tq = 0;
   int tk = 0;

@@ -26,6 +26,34 @@ std::pair<DType, int64_t> fused_attention_kernel(const Node& n) {
   return {n.outputs[0]->type.dtype, *n.inputs[0]->type.shape.back().maybe_constant()};
 }
 
+namespace {
+
+// Fused attention read only by permute [0, 2, 1, 3] (the heads merged back: [B, H, T, D] ->
+// [B, T, H, D]) becomes attention with heads_last, which the kernel writes in that layout itself:
+// the permute's copy goes, and a reshape to [B, T, H*D] after it is an alias.
+void write_heads_last(Graph& g) {
+  std::vector<std::pair<Node*, Node*>> pairs;  // (attention, permute)
+  for (Node* n : g.node_list()) {
+    if (n->op != Op::Attention || !fused_attention_supports(*n) || n->attrs.get_int("heads_last") != 0) continue;
+    const Value* out = n->outputs[0];
+    if (out->type.rank() != 4 || out->uses.size() != 1 || g.is_output(out)) continue;
+    Node* p = out->uses[0].user;
+    if (p->op == Op::Permute && p->attrs.get_ints("perm") == std::vector<int64_t>{0, 2, 1, 3}) pairs.push_back({n, p});
+  }
+  for (auto [n, p] : pairs) {
+    Attrs attrs = n->attrs;
+    attrs.set("heads_last", int64_t(1));
+    g.set_insertion_point(p);
+    Value* y = g.add(Op::Attention, n->inputs, attrs);
+    g.replace_all_uses(p->outputs[0], y);
+    g.set_insertion_point(nullptr);
+    g.erase_node(p);
+    g.erase_node(n);
+  }
+}
+
+}  // namespace
+
 // split -> one static slice per piece: slices are views the kernels read through, so the pieces
 // are never copied (the GPU has no library kernel for split).
 void prepare_graph_for_cuda(Graph& g, bool fused_attention) {
@@ -57,6 +85,7 @@ void prepare_graph_for_cuda(Graph& g, bool fused_attention) {
     g.set_insertion_point(nullptr);
     g.erase_node(n);
   }
+  if (fused_attention) write_heads_last(g);
 }
 
 }  // namespace kiln::codegen::cuda

@@ -19,8 +19,9 @@ bool fused_attention_supports(const Node& n);
 std::pair<DType, int64_t> fused_attention_kernel(const Node& n);
 
 // split -> slices (views); attention the fused kernel cannot run (all of it without
-// `fused_attention`) -> primitives. Lower the result with Op::Attention in
-// CompileOptions::keep_whole, so the attention left stays whole.
+// `fused_attention`) -> primitives; fused attention whose only reader permutes its heads after the
+// rows -> attention with heads_last (the kernel writes [B, T, H, D]). Lower the result with
+// Op::Attention in CompileOptions::keep_whole, so the attention left stays whole.
 void prepare_graph_for_cuda(Graph& g, bool fused_attention = false);
 
 }  // namespace kiln::codegen::cuda

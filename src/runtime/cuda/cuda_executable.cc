@@ -235,6 +235,10 @@ void CudaExecutable::plan_attention(const Node& n, const std::map<std::string, i
   a.k_outer = walks[1].outer_stride, a.k_head = walks[1].head_stride, a.k_row = walks[1].row_stride;
   a.v_outer = walks[2].outer_stride, a.v_head = walks[2].head_stride, a.v_row = walks[2].row_stride;
   a.heads = int(std::max<int64_t>(1, walks[0].heads));
+  // The output is contiguous: [..., H, Tq, D], or [B, Tq, H, D] with heads_last.
+  const int64_t h = a.heads;
+  if (n.attrs.get_int("heads_last") != 0) a.o_outer = tq * h * d, a.o_head = d, a.o_row = h * d;
+  else a.o_outer = h * tq * d, a.o_head = tq * d, a.o_row = d;
   a.tq = int(tq);
   a.tk = int(tk);
   a.causal = n.attrs.get_int("causal") != 0;

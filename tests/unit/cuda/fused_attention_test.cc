@@ -109,8 +109,10 @@ TEST(CudaCompiled, FusedAttentionMatchesTheInterpreter) {
 }
 
 // A transformer's attention input: one [B, T, 3*H*D] projection split into q, k, v (slices along
-// the last dim), each reshaped to [B, T, H, D] and permuted to [B, H, T, D].
-std::unique_ptr<Graph> projected_attention_graph(DType t, int64_t batch, int64_t seq, int64_t heads, int64_t d, bool causal) {
+// the last dim), each reshaped to [B, T, H, D] and permuted to [B, H, T, D]; `merge_heads`: the
+// output permuted back and reshaped to [B, T, H*D], as the block does.
+std::unique_ptr<Graph> projected_attention_graph(DType t, int64_t batch, int64_t seq, int64_t heads, int64_t d, bool causal,
+                                                 bool merge_heads = false) {
   auto g = std::make_unique<Graph>("projected_attention");
   const int64_t c = heads * d;
   Value* qkv = g->add_input("qkv", TensorType{t, {SymInt(batch), SymInt(seq), SymInt(3 * c)}, Device::CPU});
@@ -121,7 +123,12 @@ std::unique_ptr<Graph> projected_attention_graph(DType t, int64_t batch, int64_t
     Value* split = g->add(Op::Reshape, {part}, {{"shape", Shape{SymInt(batch), SymInt(seq), SymInt(heads), SymInt(d)}}});
     parts.push_back(g->add(Op::Permute, {split}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}}));
   }
-  g->set_outputs(g->add_node(Op::Attention, parts, {{"causal", int64_t(causal)}, {"scale", 0.0}}));
+  Value* y = g->add(Op::Attention, parts, {{"causal", int64_t(causal)}, {"scale", 0.0}});
+  if (merge_heads) {
+    y = g->add(Op::Permute, {y}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}});
+    y = g->add(Op::Reshape, {y}, {{"shape", Shape{SymInt(batch), SymInt(seq), SymInt(c)}}});
+  }
+  g->set_outputs({y});
   return g;
 }
 
@@ -160,6 +167,46 @@ TEST(CudaCodegen, FusedAttentionReadsStridedViewsInPlace) {
   EXPECT_EQ(runtime::lower_for_target(*odd, o, "kiln_att_odd_")->kernels.size(), 3u);
 }
 
+// heads_last: the interpreter writes [B, Tq, H, D] (the permute of the plain output), the CPU
+// path decomposes it to the same; prepare_graph_for_cuda turns fused attention whose only reader
+// merges the heads back into it, so no copy is left.
+TEST(CudaCodegen, AttentionWritesHeadsLastForTheHeadMerge) {
+  const AttentionCase c{2, 3, 9, 11, 16, true, 0};
+  std::unique_ptr<Graph> plain = attention_graph(DType::F32, c);
+  Graph last("heads_last");
+  std::vector<Value*> ins;
+  for (const Value* v : plain->inputs()) ins.push_back(last.add_input(v->name, v->type));
+  last.set_outputs({last.add(Op::Attention, ins, {{"causal", int64_t(1)}, {"heads_last", int64_t(1)}})});
+  EXPECT_EQ(last.outputs()[0]->type.shape, (Shape{SymInt(2), SymInt(9), SymInt(3), SymInt(16)}));
+  std::vector<HostTensor> in = {HostTensor::random(DType::F32, {2, 3, 9, 16}, 1, -2, 2),
+                                HostTensor::random(DType::F32, {2, 3, 11, 16}, 2, -2, 2),
+                                HostTensor::random(DType::F32, {2, 3, 11, 16}, 3, -1, 1)};
+  const HostTensor want = interp::run(*plain, in)[0], got = interp::run(last, in)[0];
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t h = 0; h < 3; ++h)
+      for (int64_t i = 0; i < 9; ++i)
+        for (int64_t e = 0; e < 16; ++e)
+          ASSERT_EQ(got.get_f64(((b * 9 + i) * 3 + h) * 16 + e), want.get_f64(((b * 3 + h) * 9 + i) * 16 + e));
+  compile_and_check(last, in, "heads_last on the CPU");  // the decomposition, then a permute
+  // On the GPU path the block's head merge folds into the attention.
+  std::unique_ptr<Graph> merged = projected_attention_graph(DType::BF16, 2, 37, 3, 16, true, /*merge_heads=*/true);
+  codegen::cuda::prepare_graph_for_cuda(*merged, /*fused_attention=*/true);
+  int attention = 0, permutes = 0;
+  for (const auto& n : merged->nodes()) {
+    if (n->op == Op::Attention) {
+      ++attention;
+      EXPECT_EQ(n->attrs.get_int("heads_last"), 1);
+    }
+    permutes += n->op == Op::Permute;
+  }
+  EXPECT_EQ(attention, 1);
+  EXPECT_EQ(permutes, 3);  // q's, k's and v's; the output's is gone
+  CompileOptions o;
+  o.keep_whole.insert(Op::Attention);
+  o.attention_reads_views = true;
+  EXPECT_EQ(runtime::lower_for_target(*merged, o, "kiln_att_merged_")->kernels.size(), 0u);
+}
+
 // strided_view rejects a reshape that merges dims a slice left apart (not affine).
 TEST(CudaCodegen, StridedViewsMustBeAffine) {
   Graph g("merge");
@@ -179,7 +226,8 @@ TEST(CudaCompiled, FusedAttentionReadsStridedViewsAndMatchesTheInterpreter) {
   for (DType t : {DType::BF16, DType::F16}) {
     for (bool causal : {true, false}) {
       const int64_t B = 2, T = 83, H = 3, D = 64;
-      std::unique_ptr<Graph> g = projected_attention_graph(t, B, T, H, D, causal);
+      // Causal: the heads merged back too ([B, T, H*D], the kernel writing heads last).
+      std::unique_ptr<Graph> g = projected_attention_graph(t, B, T, H, D, causal, /*merge_heads=*/causal);
       CudaCompileOptions o;
       o.base.cache_dir = test_cache_dir();
       auto exe = compile_cuda(*g, o);
