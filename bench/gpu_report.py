@@ -34,10 +34,10 @@ for shape in ("32768x4096", "4096x32768", "512x262144"):
 g = k.get("gelu_linear"); gt = k.get("gelu_tanh_linear"); pg = p.get("gelu_linear", {})
 if g:
     # Since session 8 the bare GEMM runs on Kiln's own random operands; constant ones ran faster.
-    const = (f"; {g['bare_gemm_constant_operands_ms']:.3f} ms on constant operands" if "bare_gemm_constant_operands_ms" in g else "")
+    on_constant = (f"; {g['bare_gemm_constant_operands_ms']:.3f} ms on constant operands" if "bare_gemm_constant_operands_ms" in g else "")
     gpass = (f"; the gelu pass alone {g['gelu_pass_ms'] * 1000:.0f} us at {g['gelu_pass_TBps']:.2f} TB/s" if g.get("gelu_pass_ms") else "")
     w(f"| gelu(x@W+b) exact, x[{g['m']}x4096] W[4096x4096] bf16 | {g['kiln_ms']:.3f} ms = {g['kiln_over_bare']:.2f}x bare GEMM "
-      f"({g['bare_gemm_ms']:.3f} ms on the same operands{const}{gpass}), {g['kernels']} launches | {pg.get('eager_ms', '?')} ms | "
+      f"({g['bare_gemm_ms']:.3f} ms on the same operands{on_constant}{gpass}), {g['kernels']} launches | {pg.get('eager_ms', '?')} ms | "
       f"{pg.get('compiled_ms', '?')} ms | <= 1.03x bare GEMM | {'yes' if g['kiln_over_bare'] <= 1.03 else 'no'} |")
 if gt:
     w(f"| gelu(x@W+b) tanh form (cuBLASLt GELU_BIAS epilogue) | {gt['kiln_ms']:.3f} ms = {gt['kiln_over_bare']:.2f}x bare GEMM "

@@ -43,15 +43,6 @@ struct Scheduler {
   Schedule s;
   std::map<const Node*, NodeKind> kinds;
 
-  // The value whose storage v reads, following views and aliases to their root.
-  const Value* root_of(const Value* v) const {
-    while (true) {
-      Residence r = s.residence.at(v);
-      if (r != Residence::kView && r != Residence::kAlias) return v;
-      v = v->producer->inputs[0];
-    }
-  }
-
   int new_group(const Node* n, bool library) {
     FusionGroup grp;
     grp.id = int(s.groups.size());
@@ -73,7 +64,7 @@ struct Scheduler {
   // Why n cannot join grp (empty when it can); sets *row to the level it would have.
   std::string refusal(const Node* n, const FusionGroup& grp, bool* row) const {
     for (const Value* in : n->inputs) {
-      const Value* root = root_of(in);
+      const Value* root = s.storage_of(in);
       Residence r = s.residence.at(in);
       auto it = s.group_of.find(root);
       if (it == s.group_of.end()) continue;
@@ -113,7 +104,7 @@ struct Scheduler {
     std::vector<int> candidates;
     std::string notes;
     for (const Value* in : n->inputs) {
-      const Value* root = root_of(in);
+      const Value* root = s.storage_of(in);
       if (!root->producer) continue;
       auto it = s.group_of.find(root);
       if (it == s.group_of.end()) continue;
@@ -182,7 +173,7 @@ struct Scheduler {
     Residence r = s.residence.at(in);
     if (is_reshape_view(*n) && r != Residence::kView) {
       s.residence[out] = Residence::kAlias;
-      s.alias_root[out] = root_of(in);
+      s.alias_root[out] = s.storage_of(in);
       d.action = "alias";
       d.reason = "reshape of a contiguous buffer: the same bytes with another shape";
       s.decisions.push_back(d);
@@ -214,14 +205,11 @@ struct Scheduler {
   // aligned for its copies.
   bool read_in_place(const Use& u, const Value* out) const {
     if (!opt.attention_reads_views || u.user->op != Op::Attention || u.operand_index > 2) return false;
-    auto view = strided_view(out, [&](const Value* v) {
-      auto it = s.residence.find(v);
-      return it != s.residence.end() && it->second == Residence::kView;
-    });
+    auto view = strided_view(out, [&](const Value* v) { return s.is_view(v); });
     if (!view) return false;
     std::vector<int64_t> dims;
     for (const SymInt& d : out->type.shape) dims.push_back(d.constant());  // static: strided_view checked
-    return batched_rows(dims, *view, std::max<int64_t>(1, 16 / dtype_size(out->type.dtype))).has_value();
+    return batched_rows(dims, *view, dtype_size(out->type.dtype)).has_value();
   }
 
   void run() {
@@ -300,6 +288,19 @@ std::string FusionGroup::name() const {
     out += "_" + std::string(op_name(n->op));
   }
   return out;
+}
+
+bool Schedule::is_view(const Value* v) const {
+  auto it = residence.find(v);
+  return it != residence.end() && it->second == Residence::kView;
+}
+
+const Value* Schedule::storage_of(const Value* v) const {
+  while (true) {
+    Residence r = residence.at(v);
+    if (r != Residence::kView && r != Residence::kAlias) return v;
+    v = v->producer->inputs[0];
+  }
 }
 
 const Value* Schedule::buffer_of(const Value* v) const {

@@ -60,8 +60,12 @@ struct Schedule {
   std::map<const Value*, const Value*> alias_root;  // kAlias -> the kBuffer value it re-reads
 
   Residence residence_of(const Value* v) const { return residence.at(v); }
+  // Whether v is an unmaterialised view (read through index arithmetic; false before it is placed).
+  bool is_view(const Value* v) const;
   // The buffer value whose bytes v reads: v itself for kBuffer, the root for kAlias.
   const Value* buffer_of(const Value* v) const;
+  // The value whose storage v reads, following views and aliases to their root.
+  const Value* storage_of(const Value* v) const;
   std::string explain() const;
 };
 

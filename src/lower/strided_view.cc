@@ -2,6 +2,8 @@
 // coordinates give the offset and strides; the same rules at the corners check they are affine.
 #include "lower/strided_view.h"
 
+#include <algorithm>
+
 #include "lower/view_rules.h"
 
 namespace kiln::lower {
@@ -64,7 +66,16 @@ std::optional<StridedView> strided_view(const Value* v, const std::function<bool
   return out;
 }
 
-std::optional<BatchedRows> batched_rows(const std::vector<int64_t>& shape, const StridedView& view, int64_t align_elements) {
+StridedView row_major_view(const Value* v, const std::vector<int64_t>& dims) {
+  StridedView out;
+  out.source = v;
+  out.strides.assign(dims.size(), 1);
+  for (size_t j = dims.size(); j-- > 1;) out.strides[j - 1] = out.strides[j] * dims[j];
+  return out;
+}
+
+std::optional<BatchedRows> batched_rows(const std::vector<int64_t>& shape, const StridedView& view, int element_bytes) {
+  const int64_t align_elements = std::max(1, 16 / element_bytes);
   const size_t rank = shape.size();
   if (rank < 2 || view.strides.size() != rank || (shape.back() > 1 && view.strides.back() != 1)) return std::nullopt;
   BatchedRows r;

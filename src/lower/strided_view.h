@@ -36,8 +36,11 @@ struct BatchedRows {
   int64_t head_stride = 0;
   int64_t row_stride = 0;    // between consecutive T
 };
-// nullopt unless D is contiguous and, for 16-byte copies, the offset and every stride used are
-// multiples of `align_elements`.
-std::optional<BatchedRows> batched_rows(const std::vector<int64_t>& shape, const StridedView& view, int64_t align_elements);
+// nullopt unless D is contiguous and, for the kernel's 16-byte copies, the offset and every stride
+// used are whole 16 bytes of `element_bytes`-byte elements.
+std::optional<BatchedRows> batched_rows(const std::vector<int64_t>& shape, const StridedView& view, int element_bytes);
+
+// A contiguous value of these (evaluated) dims as a strided view of itself: row-major strides.
+StridedView row_major_view(const Value* v, const std::vector<int64_t>& dims);
 
 }  // namespace kiln::lower

@@ -163,7 +163,7 @@ DeviceArenaPlan CudaExecutable::device_memory_plan(const std::map<std::string, i
   for (size_t k = 0; k < lowered->steps.size(); ++k) {
     const runtime::Step& step = lowered->steps[k];
     if (step.library) {
-      for (const Value* v : step.node->inputs) read(stored_value(v), int(k));
+      for (const Value* v : step.node->inputs) read(sched.storage_of(v), int(k));
       for (const Value* v : step.node->outputs) wrote(v, int(k));
       continue;
     }
@@ -189,12 +189,6 @@ DeviceArenaPlan CudaExecutable::device_memory_plan(const std::map<std::string, i
   return out;
 }
 
-const Value* CudaExecutable::stored_value(const Value* v) const {
-  const lower::Schedule& s = lowered->schedule;
-  while (s.residence.count(v) && s.residence.at(v) == lower::Residence::kView && v->producer) v = v->producer->inputs.at(0);
-  return v;
-}
-
 // One fused attention launch for these dims: a block per 64 query rows of each (batch, head).
 void CudaExecutable::plan_attention(const Node& n, const std::map<std::string, int64_t>& dims, StepPlan& plan) const {
   namespace cg = codegen::cuda;
@@ -204,22 +198,18 @@ void CudaExecutable::plan_attention(const Node& n, const std::map<std::string, i
   // Where q, k and v lie: their own row-major buffers, or the buffers unmaterialised views of them
   // read (the scheduler leaves a view in place only where lower::batched_rows accepts it).
   const lower::Schedule& sched = lowered->schedule;
-  auto is_view = [&](const Value* v) { return sched.residence.count(v) && sched.residence.at(v) == lower::Residence::kView; };
+  auto is_view = [&](const Value* v) { return sched.is_view(v); };
   std::array<lower::BatchedRows, 3> walks;
   for (size_t i = 0; i < 3; ++i) {
     const Value* v = n.inputs[i];
     const std::vector<int64_t> shape = eval_shape(v->type.shape, dims);
-    lower::StridedView view;
+    lower::StridedView view = lower::row_major_view(v, shape);
     if (is_view(v)) {
       auto strided = lower::strided_view(v, is_view);
       KILN_CHECK(strided.has_value(), n.describe(), ": operand ", i, " is a view the fused attention kernel cannot walk");
       view = *strided;
-    } else {
-      view.source = v;
-      view.strides.assign(shape.size(), 1);
-      for (size_t j = shape.size() - 1; j-- > 0;) view.strides[j] = view.strides[j + 1] * shape[j + 1];
     }
-    auto rows = lower::batched_rows(shape, view, 8);
+    auto rows = lower::batched_rows(shape, view, dtype_size(v->type.dtype));
     KILN_CHECK(rows.has_value(), n.describe(), ": operand ", i, " is not laid out as the fused attention kernel reads it");
     walks[i] = *rows;
     plan.attention_offsets[i] = view.offset * int64_t(dtype_size(v->type.dtype));

@@ -101,9 +101,6 @@ class CudaExecutable : public Executable {
     std::array<int64_t, 3> attention_offsets{};  // bytes into q's, k's, v's buffers (strided views)
     double attention_flops = 0;
   };
-  // The value whose buffer v reads: v, or for an unmaterialised view the value up its chain of
-  // views that has one (the fused attention kernel reads q, k, v through strided views).
-  const Value* stored_value(const Value* v) const;
   void plan_attention(const Node& n, const std::map<std::string, int64_t>& dims, StepPlan& plan) const;
   Binding& binding_for(const std::vector<HostTensor>& inputs);
   Binding& binding_for_dims(const std::map<std::string, int64_t>& dims, bool external_inputs);
