@@ -24,6 +24,9 @@
 #include "runtime/cuda/cublaslt_matmul.h"
 #include "runtime/cuda/cuda_device.h"
 #include "runtime/cuda/cuda_executable.h"
+#include "runtime/cuda/cuda_module.h"
+#include "runtime/cuda/device_tensor.h"
+#include "runtime/cuda/nvrtc_compiler.h"
 
 using namespace kiln;
 
@@ -278,6 +281,38 @@ void block(Results& r, int64_t batch, int64_t seq, bool graphs, bool fused_atten
             ", \"compile_s\": ", fixed(compile_s, 2), ", \"steps\": ", steps, "}"));
 }
 
+// The driver's own cost on this host: cuLaunchKernel of empty kernels taking an 8-byte argument and
+// one the size of the old all-purpose KilnArgs (520 bytes), 64 launches back to back.
+void launch_floor(Results& r) {
+  const std::string src =
+      "struct Big { void* w[65]; };\n"
+      "extern \"C\" __global__ void kiln_empty8(const long long a) { (void)a; }\n"
+      "extern \"C\" __global__ void kiln_empty520(const Big a) { (void)a; }\n";
+  cuda::CudaModule module(cuda::nvrtc_compile(src, "launch_floor", cuda::CudaDevice::get().info().arch()));
+  cuda::Stream stream;
+  auto measure = [&](const char* name, void* arg) {
+    CUfunction fn = module.function(name);
+    void* params[] = {arg};
+    cuda::LaunchShape shape;
+    shape.block_x = 32;
+    for (int i = 0; i < 16; ++i) cuda::launch_kernel(fn, shape, stream, params);
+    stream.synchronize();
+    std::vector<double> per;
+    for (int rep = 0; rep < 50; ++rep) {
+      auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < 64; ++i) cuda::launch_kernel(fn, shape, stream, params);
+      per.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / 64);
+      stream.synchronize();
+    }
+    return median(per);
+  };
+  long long small = 0;
+  void* big[65] = {};
+  const double us8 = measure("kiln_empty8", &small);
+  const double us520 = measure("kiln_empty520", big);
+  r.add("launch_floor", str("{\"host_us_8B_arg\": ", fixed(us8, 2), ", \"host_us_520B_arg\": ", fixed(us520, 2), "}"));
+}
+
 // Host time to queue one unfused kernel (no CUDA graph): the eager-dispatch figure.
 void dispatch(Results& r) {
   const int n = 64;
@@ -320,6 +355,24 @@ void dispatch(Results& r) {
     }
     r.add("eager_api_dispatch", str("{\"host_us_per_op\": ", fixed(median(api), 2), ", \"ops\": ", n, "}"));
   }
+  // The same executable through run_device (what the Tensor API calls per op: fresh output buffer
+  // from the caching allocator, the caller's input read in place), without the API's op lookup.
+  {
+    auto& ex = as_cuda(exe);
+    std::vector<cuda::DeviceTensor> ins{cuda::DeviceTensor::upload(HostTensor::random(DType::F32, {16}, 3), *ex.stream_)};
+    for (int i = 0; i < 5; ++i) (void)ex.run_device(ins, nullptr);
+    ex.synchronize();
+    std::vector<double> per;
+    for (int rep = 0; rep < 50; ++rep) {
+      auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < 8; ++i) (void)ex.run_device(ins, nullptr);
+      per.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
+                    (8.0 * ex.launches_per_run()));
+      ex.synchronize();
+    }
+    r.add("eager_run_device", str("{\"host_us_per_launch\": ", fixed(median(per), 2), "}"));
+  }
+  launch_floor(r);
   r.add("eager_dispatch", str("{\"host_us_per_op\": ", fixed(host_us, 2), ", \"gpu_us_per_op\": ", fixed(gpu_ms * 1000 / cx.launches_per_run(), 2),
                               ", \"ops\": ", cx.launches_per_run(), "}"));
 }

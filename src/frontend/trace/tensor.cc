@@ -240,15 +240,19 @@ std::vector<Tensor> run_on_device(Device device, Op op, const std::vector<Tensor
                                   const Attrs& attrs) {
   const DeviceBackend& b = backend_slot(device);
   KILN_CHECK(b.run != nullptr, "op '", op_name(op), "': no ", device_name(device), " backend in this Kiln");
-  std::vector<Tensor> operands(inputs.begin(), inputs.begin() + std::ptrdiff_t(num_operands));
-  for (size_t i = 0; i < operands.size(); ++i) {
-    if (operands[i].device() == device) continue;
-    KILN_CHECK(operands[i].device() == Device::CPU && operands[i].rank() == 0, "op '", op_name(op), "': operand ", i,
-               " is on ", device_name(operands[i].device()), " (", dtype_name(operands[i].dtype()),
-               dims_to_string(operands[i].sizes()), ") and another on ", device_name(device),
-               "; move it with .to(Device::", device == Device::CUDA ? "CUDA" : "CPU", ") first");
+  for (size_t i = 0; i < num_operands; ++i) {
+    const Tensor& t = inputs[i];
+    if (t.device() == device) continue;
+    KILN_CHECK(t.device() == Device::CPU && t.rank() == 0, "op '", op_name(op), "': operand ", i, " is on ",
+               device_name(t.device()), " (", dtype_name(t.dtype()), dims_to_string(t.sizes()), ") and another on ",
+               device_name(device), "; move it with .to(Device::", device == Device::CUDA ? "CUDA" : "CPU",
+               ") first");
   }
-  return b.run(op, operands, attrs, recording_scoreboard(), tls_redirected && tls_redirect != nullptr);
+  const bool timed = tls_redirected && tls_redirect != nullptr;
+  if (num_operands == inputs.size()) return b.run(op, inputs, attrs, recording_scoreboard(), timed);
+  // Trailing absent optional operands are not passed on (one copy per op only in that case).
+  std::vector<Tensor> operands(inputs.begin(), inputs.begin() + std::ptrdiff_t(num_operands));
+  return b.run(op, operands, attrs, recording_scoreboard(), timed);
 }
 }  // namespace
 
