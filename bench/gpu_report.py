@@ -51,6 +51,11 @@ if da:
 if d:
     w(f"| host time per launch of a precompiled unfused executable (no graph) | {d['host_us_per_op']:.2f} us | "
       f"{p.get('eager_us_per_tiny_op', '?')} us | | <= 5 us | {'yes' if d['host_us_per_op'] <= 5 else 'no'} |")
+rd = k.get("eager_run_device"); fl = k.get("launch_floor")
+if rd and fl:
+    w(f"| the driver's floor on this host: cuLaunchKernel of an empty kernel (8-byte / 520-byte argument); "
+      f"run_device alone (an eager op without the op lookup) | {fl['host_us_8B_arg']:.2f} / {fl['host_us_520B_arg']:.2f} us; "
+      f"{rd['host_us_per_launch']:.2f} us | | | (reference) | |")
 b1 = k.get("block_B1_T1_graphs"); b1n = k.get("block_B1_T1_nographs"); pb1 = p.get("block_decode_B1", {})
 if b1:
     w(f"| GPT-2-medium block (d=1024, 16 heads) bf16, B=1 T=1, CUDA graph | {b1['us']:.1f} us ({b1['kernels']} kernels + "
