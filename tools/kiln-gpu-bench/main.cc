@@ -282,7 +282,7 @@ void block(Results& r, int64_t batch, int64_t seq, bool graphs, bool fused_atten
 }
 
 // The driver's own cost on this host: cuLaunchKernel of empty kernels taking an 8-byte argument and
-// one the size of the old all-purpose KilnArgs (520 bytes), 64 launches back to back.
+// one the size of the generated kernels' KilnArgs (520 bytes), 64 launches back to back.
 void launch_floor(Results& r) {
   const std::string src =
       "struct Big { void* w[65]; };\n"
