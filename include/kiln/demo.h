@@ -58,6 +58,9 @@ Agreement compare(const HostTensor& expected, const HostTensor& actual, double a
 // since compiled kernels round intermediates differently from the interpreter): 1e-4 and 1e-3
 // for f32 and f64, 1e-2 for f16 (ulp 2^-10), 3e-2 for bf16 (ulp 2^-7); 0 for exact types.
 std::pair<double, double> default_tolerances(DType d);
+// The tolerances a comparison of dtype `d` uses: `atol` and `rtol` where given (>= 0), each default
+// from default_tolerances otherwise (the CLI's --atol / --rtol).
+std::pair<double, double> tolerances_for(DType d, double atol, double rtol);
 
 struct DemoOptions {
   uint64_t seed = 0;

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/cuda/cuda_emitter.h"
 #include "kiln/cuda.h"
 #include "kiln/demo.h"
 #include "kiln/error.h"
@@ -281,13 +282,30 @@ void block(Results& r, int64_t batch, int64_t seq, bool graphs, bool fused_atten
             ", \"compile_s\": ", fixed(compile_s, 2), ", \"steps\": ", steps, "}"));
 }
 
+// Median over 50 repeats of the host time `queue` takes, per launch it queues (`launches`); the
+// device is drained after each repeat, so every repeat starts with an empty queue. Two untimed
+// repeats first.
+template <typename Queue, typename Drain>
+double host_us_per_launch(double launches, Queue queue, Drain drain) {
+  for (int i = 0; i < 2; ++i) queue();
+  drain();
+  std::vector<double> per;
+  for (int rep = 0; rep < 50; ++rep) {
+    auto t0 = std::chrono::steady_clock::now();
+    queue();
+    per.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / launches);
+    drain();
+  }
+  return median(per);
+}
+
 // The driver's own cost on this host: cuLaunchKernel of empty kernels taking an 8-byte argument and
-// one the size of the generated kernels' KilnArgs (520 bytes), 64 launches back to back.
+// one the size of the generated kernels' KilnArgs, 64 launches back to back.
 void launch_floor(Results& r) {
-  const std::string src =
-      "struct Big { void* w[65]; };\n"
-      "extern \"C\" __global__ void kiln_empty8(const long long a) { (void)a; }\n"
-      "extern \"C\" __global__ void kiln_empty520(const Big a) { (void)a; }\n";
+  constexpr int kArgWords = codegen::cuda::kMaxKernelBuffers + codegen::cuda::kMaxKernelSymbols + 1;
+  const std::string src = str("struct Big { void* w[", kArgWords, "]; };\n",
+                              "extern \"C\" __global__ void kiln_empty8(const long long a) { (void)a; }\n",
+                              "extern \"C\" __global__ void kiln_empty_args(const Big a) { (void)a; }\n");
   cuda::CudaModule module(cuda::nvrtc_compile(src, "launch_floor", cuda::CudaDevice::get().info().arch()));
   cuda::Stream stream;
   auto measure = [&](const char* name, void* arg) {
@@ -295,22 +313,16 @@ void launch_floor(Results& r) {
     void* params[] = {arg};
     cuda::LaunchShape shape;
     shape.block_x = 32;
-    for (int i = 0; i < 16; ++i) cuda::launch_kernel(fn, shape, stream, params);
-    stream.synchronize();
-    std::vector<double> per;
-    for (int rep = 0; rep < 50; ++rep) {
-      auto t0 = std::chrono::steady_clock::now();
-      for (int i = 0; i < 64; ++i) cuda::launch_kernel(fn, shape, stream, params);
-      per.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / 64);
-      stream.synchronize();
-    }
-    return median(per);
+    return host_us_per_launch(
+        64, [&] { for (int i = 0; i < 64; ++i) cuda::launch_kernel(fn, shape, stream, params); },
+        [&] { stream.synchronize(); });
   };
   long long small = 0;
-  void* big[65] = {};
+  void* big[kArgWords] = {};
   const double us8 = measure("kiln_empty8", &small);
-  const double us520 = measure("kiln_empty520", big);
-  r.add("launch_floor", str("{\"host_us_8B_arg\": ", fixed(us8, 2), ", \"host_us_520B_arg\": ", fixed(us520, 2), "}"));
+  const double us_args = measure("kiln_empty_args", big);
+  r.add("launch_floor", str("{\"host_us_8B_arg\": ", fixed(us8, 2), ", \"host_us_520B_arg\": ", fixed(us_args, 2),
+                            ", \"args_bytes\": ", kArgWords * 8, "}"));
 }
 
 // Host time to queue one unfused kernel (no CUDA graph): the eager-dispatch figure.
@@ -326,51 +338,26 @@ void dispatch(Results& r) {
   auto exe = compile_cuda(g, opt);
   auto& cx = as_cuda(exe);
   cx.bind({HostTensor::random(DType::F32, {16}, 1)});
-  for (int i = 0; i < 5; ++i) cx.launch();
-  cx.synchronize();
-  std::vector<double> per_op;
-  for (int rep = 0; rep < 50; ++rep) {
-    auto t0 = std::chrono::steady_clock::now();
-    cx.launch();
-    double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-    per_op.push_back(us / cx.launches_per_run());
-    cx.synchronize();
-  }
-  double host_us = median(per_op);
-  double gpu_ms = time_ms(*cx.stream_, [&] { cx.launch(); });
+  const double host_us = host_us_per_launch(cx.launches_per_run(), [&] { cx.launch(); }, [&] { cx.synchronize(); });
+  const double gpu_ms = time_ms(*cx.stream_, [&] { cx.launch(); });
   // The same through the Tensor API's GPU eager mode (gpu_eager.cc): each `y = y + one` looks up
   // the compiled op, allocates its result from the caching allocator and launches.
   {
     ScoreboardScope quiet(nullptr);  // no recording: the dispatch cost itself
     Tensor y = Tensor::from_host(HostTensor::random(DType::F32, {16}, 1)).to(Device::CUDA);
     Tensor one = Tensor::from_host(HostTensor::random(DType::F32, {16}, 2)).to(Device::CUDA);
-    for (int i = 0; i < 5; ++i) y = y + one;
-    (void)y.host();
-    std::vector<double> api;
-    for (int rep = 0; rep < 50; ++rep) {
-      auto t0 = std::chrono::steady_clock::now();
-      for (int i = 0; i < n; ++i) y = y + one;
-      api.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / n);
-      (void)y.host();
-    }
-    r.add("eager_api_dispatch", str("{\"host_us_per_op\": ", fixed(median(api), 2), ", \"ops\": ", n, "}"));
+    const double api_us = host_us_per_launch(
+        n, [&] { for (int i = 0; i < n; ++i) y = y + one; }, [&] { (void)y.host(); });
+    r.add("eager_api_dispatch", str("{\"host_us_per_op\": ", fixed(api_us, 2), ", \"ops\": ", n, "}"));
   }
   // The same executable through run_device (what the Tensor API calls per op: fresh output buffer
   // from the caching allocator, the caller's input read in place), without the API's op lookup.
   {
-    auto& ex = as_cuda(exe);
-    std::vector<cuda::DeviceTensor> ins{cuda::DeviceTensor::upload(HostTensor::random(DType::F32, {16}, 3), *ex.stream_)};
-    for (int i = 0; i < 5; ++i) (void)ex.run_device(ins, nullptr);
-    ex.synchronize();
-    std::vector<double> per;
-    for (int rep = 0; rep < 50; ++rep) {
-      auto t0 = std::chrono::steady_clock::now();
-      for (int i = 0; i < 8; ++i) (void)ex.run_device(ins, nullptr);
-      per.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
-                    (8.0 * ex.launches_per_run()));
-      ex.synchronize();
-    }
-    r.add("eager_run_device", str("{\"host_us_per_launch\": ", fixed(median(per), 2), "}"));
+    std::vector<cuda::DeviceTensor> ins{cuda::DeviceTensor::upload(HostTensor::random(DType::F32, {16}, 3), *cx.stream_)};
+    const double run_device_us = host_us_per_launch(
+        8.0 * cx.launches_per_run(), [&] { for (int i = 0; i < 8; ++i) (void)cx.run_device(ins, nullptr); },
+        [&] { cx.synchronize(); });
+    r.add("eager_run_device", str("{\"host_us_per_launch\": ", fixed(run_device_us, 2), "}"));
   }
   launch_floor(r);
   r.add("eager_dispatch", str("{\"host_us_per_op\": ", fixed(host_us, 2), ", \"gpu_us_per_op\": ", fixed(gpu_ms * 1000 / cx.launches_per_run(), 2),

@@ -3,6 +3,7 @@
 // With an ONNX model, hands over to run_model (cmd_run_model.cc).
 #include <iostream>
 #include <memory>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -25,7 +26,7 @@ struct RunOptions {
   ModelRunOptions model_options;
   bool json = false;
   uint64_t seed = 0;
-  double atol = -1;  // < 0: demo::default_tolerances of the output's dtype
+  double atol = -1;  // < 0: demo::default_tolerances of the output's dtype (demo::tolerances_for)
   double rtol = -1;
   std::string device = "cpu";
   std::string profile;  // Chrome trace-event file
@@ -49,9 +50,8 @@ CompiledDemo compile_demo(const demo::DemoResult& r, const RunOptions& options, 
   CompiledGraph compiled = optimize_and_compile(*r.graph, exec);
   CompiledDemo out;
   std::vector<HostTensor> outs = run_measured(*compiled.executable, {r.first_input}, out.scoreboard);
-  const auto [atol, rtol] = demo::default_tolerances(outs.at(0).dtype());
-  out.agreement = demo::compare(r.reference_output, outs.at(0), options.atol < 0 ? atol : options.atol,
-                                options.rtol < 0 ? rtol : options.rtol);
+  const auto [atol, rtol] = demo::tolerances_for(outs.at(0).dtype(), options.atol, options.rtol);
+  out.agreement = demo::compare(r.reference_output, outs.at(0), atol, rtol);
   out.pass_stats = compiled.pass_stats;
   out.compile_stats = compiled.executable->stats();
   return out;
@@ -173,9 +173,8 @@ int run_command(const RunOptions& options, const GlobalOptions& global) {
   }
   demo::DemoOptions demo_options;
   demo_options.seed = options.seed;
-  const auto [atol, rtol] = demo::default_tolerances(DType::F32);  // the demo's models are f32
-  demo_options.atol = options.atol < 0 ? atol : options.atol;
-  demo_options.rtol = options.rtol < 0 ? rtol : options.rtol;
+  // The demo's models are f32.
+  std::tie(demo_options.atol, demo_options.rtol) = demo::tolerances_for(DType::F32, options.atol, options.rtol);
   std::vector<demo::DemoResult> results;
   {
     PhaseScope phase("capture (trace + eager demo)");

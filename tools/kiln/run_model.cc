@@ -147,8 +147,8 @@ int run_model(const std::string& path, const ModelRunOptions& o, const ExecOptio
     if (!json) std::cout << "  " << name << ": " << dtype_name(outs[i].dtype()) << dims_to_string(outs[i].shape())
                          << "  " << summary(outs[i]) << "\n";
     auto compare_with = [&](const HostTensor& want, const std::string& label) {
-      const auto [atol, rtol] = demo::default_tolerances(outs[i].dtype());
-      demo::Agreement a = demo::compare(want, outs[i], o.atol < 0 ? atol : o.atol, o.rtol < 0 ? rtol : o.rtol);
+      const auto [atol, rtol] = demo::tolerances_for(outs[i].dtype(), o.atol, o.rtol);
+      demo::Agreement a = demo::compare(want, outs[i], atol, rtol);
       entry[label] = {{"max_abs_error", a.max_abs_error}, {"max_rel_error", a.max_rel_error}, {"ok", a.within_tolerance}};
       if (!json) std::cout << "    vs " << label << ": " << a.to_string() << "\n";
       ok = ok && a.within_tolerance;

@@ -98,6 +98,11 @@ std::pair<double, double> default_tolerances(DType d) {
   }
 }
 
+std::pair<double, double> tolerances_for(DType d, double atol, double rtol) {
+  const auto [default_atol, default_rtol] = default_tolerances(d);
+  return {atol < 0 ? default_atol : atol, rtol < 0 ? default_rtol : rtol};
+}
+
 Agreement compare(const HostTensor& expected, const HostTensor& actual, double atol, double rtol) {
   KILN_CHECK(expected.dtype() == actual.dtype() && expected.shape() == actual.shape(),
              "cannot compare ", dtype_name(expected.dtype()), dims_to_string(expected.shape()),

@@ -93,6 +93,9 @@ TEST(DemoModels, DefaultTolerancesFollowTheDtype) {
   EXPECT_EQ(f32_atol, 1e-4);
   EXPECT_EQ(f32_rtol, 1e-3);
   EXPECT_EQ(demo::default_tolerances(DType::I32), (std::pair<double, double>{0, 0}));
+  // Given tolerances (>= 0) win; each one not given keeps the dtype's default.
+  EXPECT_EQ(demo::tolerances_for(DType::BF16, 0.5, -1), (std::pair<double, double>{0.5, 3e-2}));
+  EXPECT_EQ(demo::tolerances_for(DType::F32, -1, 0), (std::pair<double, double>{1e-4, 0}));
   HostTensor want = HostTensor::empty(DType::BF16, {2}), got = HostTensor::empty(DType::BF16, {2});
   want.set_f64(0, 0.75), want.set_f64(1, -3.0);
   got.set_f64(0, 0.75 + 0.00390625), got.set_f64(1, -3.0);  // one ulp of bf16 at 0.75
