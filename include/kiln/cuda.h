@@ -74,6 +74,13 @@ std::shared_ptr<Executable> compile_cuda(const Graph& g, const CudaCompileOption
 // optimizer turns them into primitives first. gelu and silu are one prelude call each in the
 // generated kernels (computed in f32, 1/sqrt(2) not rounded to the input's dtype, a faster erf
 // where results are 16-bit), and a tanh-form gelu after a matmul goes into cuBLASLt's epilogue.
-inline std::set<Op> cuda_native_ops() { return {Op::Attention, Op::Gelu, Op::Silu}; }
+// Derived from the CUDA op table (src/runtime/op_support_cuda.def): kiln::native_ops(Cuda).
+std::set<Op> cuda_native_ops();
+
+// "cuda: NVIDIA H200 (sm_90)", or "cuda: unavailable".
+std::string cuda_device_description(int device = 0);
+// The device's copy bandwidth over a `bytes`-sized buffer, GB/s (read + write, best of 6 timed
+// cuMemcpyDtoD); throws kiln::Error with cuda_unavailable_reason() where there is no GPU.
+double cuda_copy_gbps(int64_t bytes, int device = 0);
 
 }  // namespace kiln

@@ -62,9 +62,23 @@ def need_onnx():
 
 def test_help():
     kiln("--help")
-    for cmd in ["run", "compile", "explain", "gap", "calibrate", "dump"]:
+    for cmd in ["run", "compile", "explain", "gap", "calibrate", "dump", "ops"]:
         out = kiln(cmd, "--help").stdout
         expect("Usage" in out or "usage" in out.lower(), f"kiln {cmd} --help prints no usage")
+
+
+def test_ops():
+    # docs/ops-support.md is `kiln ops --markdown`: regenerate it when an op table changes.
+    doc = os.path.join(ROOT, "docs", "ops-support.md")
+    with open(doc) as f:
+        expect(f.read() == kiln("ops", "--markdown").stdout,
+               "docs/ops-support.md is stale: run `build/kiln ops --markdown > docs/ops-support.md`")
+    cuda = kiln("ops", "--target", "cuda").stdout
+    expect("matmul  library: cuBLASLt" in cuda and "gather  unsupported:" in cuda, f"kiln ops --target cuda: {cuda[:400]}")
+    both = kiln("ops").stdout
+    expect("\n  cpu: " in both and "\n  cuda: " in both, "kiln ops lists both targets")
+    bad = kiln("ops", "--target", "tpu", ok=False)
+    expect(bad.returncode != 0 and "tpu" in bad.stderr, f"kiln ops --target tpu: {bad.stderr}")
 
 
 def test_calibrate():

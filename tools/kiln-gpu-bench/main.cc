@@ -20,6 +20,7 @@
 #include "kiln/error.h"
 #include "kiln/passes.h"
 #include "kiln/scoreboard.h"
+#include "kiln/target.h"
 #include "kiln/tensor.h"
 #include "kiln/trace.h"
 #include "runtime/cuda/cublaslt_matmul.h"
@@ -70,6 +71,14 @@ Shape static_shape(const std::vector<int64_t>& d) {
 }
 
 cuda::CudaExecutable& as_cuda(const std::shared_ptr<Executable>& e) { return dynamic_cast<cuda::CudaExecutable&>(*e); }
+
+// Through the Target interface, as `kiln run --device cuda` compiles; `optimize` off: the graph as
+// built (compile_cuda decomposes what its kernels do not run whole itself).
+std::shared_ptr<Executable> compile_gpu(const Graph& g, const CudaCompileOptions& o = {}, bool optimize = false) {
+  CompileForOptions how;
+  how.optimize = optimize;
+  return compile_for(g, *cuda_target(o), o.base, how);
+}
 
 std::string fixed(double v, int digits = 4) {
   char buf[64];
@@ -192,12 +201,12 @@ void gelu_linear(Results& r, bool quick, bool tanh_form) {
   if (!tanh_form) {
     CudaCompileOptions o;
     o.vector_points = false;
-    auto sx = compile_cuda(g, o);
+    auto sx = compile_gpu(g, o);
     auto& scx = as_cuda(sx);
     scx.bind(in);
     scalar_ms = time_ms(*scx.stream_, [&] { scx.launch(); });
   }
-  auto exe = compile_cuda(g);
+  auto exe = compile_gpu(g);
   auto& cx = as_cuda(exe);
   cx.bind(in);
   double kiln_ms = time_ms(*cx.stream_, [&] { cx.launch(); });
@@ -208,7 +217,7 @@ void gelu_linear(Results& r, bool quick, bool tanh_form) {
     Value* z = p.add_input("z", TensorType{DType::BF16, static_shape({m, n}), Device::CPU});
     Value* pb = p.add_input("b", TensorType{DType::BF16, static_shape({n}), Device::CPU});
     p.set_outputs({p.add(Op::Gelu, {p.add(Op::Add, {z, pb})}, form)});
-    auto px = compile_cuda(p);
+    auto px = compile_gpu(p);
     auto& pcx = as_cuda(px);
     pcx.bind({HostTensor::random(DType::BF16, {m, n}, 4, -3, 3), in[2]});
     pass_ms = time_ms(*pcx.stream_, [&] { pcx.launch(); });
@@ -242,13 +251,10 @@ void block(Results& r, int64_t batch, int64_t seq, bool graphs, bool fused_atten
   opt.use_graphs = graphs;
   opt.fused_attention = fused_attention;
   auto t0 = std::chrono::steady_clock::now();
-  // As the CPU benchmark and `kiln run` do: the optimizer first (at these static shapes it folds
-  // the causal mask's index arithmetic into a constant), then the GPU compile.
-  std::unique_ptr<Graph> g = f.graph().clone();
-  OptimizeOptions oo;
-  if (fused_attention) oo.target.native_ops = cuda_native_ops();  // attention stays whole for its kernel
-  optimize(*g, oo);
-  auto exe = compile_cuda(*g, opt);
+  // As `kiln run --device cuda` does: the target's optimizer pipeline first (at these static shapes
+  // it folds the causal mask's index arithmetic into a constant; attention stays whole for its
+  // kernel when that is on), then the GPU compile.
+  auto exe = compile_gpu(f.graph(), opt, /*optimize=*/true);
   double compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   auto& cx = as_cuda(exe);
   cx.bind({HostTensor::random(DType::BF16, {batch, seq, 1024}, 9)});
@@ -335,7 +341,7 @@ void dispatch(Results& r) {
   CudaCompileOptions opt;
   opt.base.fuse = false;
   opt.use_graphs = false;
-  auto exe = compile_cuda(g, opt);
+  auto exe = compile_gpu(g, opt);
   auto& cx = as_cuda(exe);
   cx.bind({HostTensor::random(DType::F32, {16}, 1)});
   const double host_us = host_us_per_launch(cx.launches_per_run(), [&] { cx.launch(); }, [&] { cx.synchronize(); });

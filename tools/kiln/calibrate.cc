@@ -17,6 +17,7 @@
 #include "kernels/cpu/eager.h"
 #include "kiln/compile.h"
 #include "kiln/error.h"
+#include "kiln/target.h"
 #include "progress.h"
 
 namespace kiln::cli {
@@ -68,25 +69,6 @@ void launch_overhead(int repeats, double* kernel_us, double* run_us) {
 }
 }  // namespace
 
-double measure_copy_gbps(int64_t bytes, int repeats) {
-  KILN_CHECK(bytes >= 64, "copy bandwidth: size ", bytes, " bytes is too small");
-  std::vector<char> src(size_t(bytes), 1), dst(size_t(bytes), 0);  // touched: no page faults timed
-  const int64_t chunk = std::max<int64_t>(int64_t(1) << 16, bytes / 64);
-  const int64_t chunks = (bytes + chunk - 1) / chunk;
-  std::vector<double> seconds;
-  for (int r = 0; r < repeats + 1; ++r) {
-    const auto t0 = Clock::now();
-#pragma omp parallel for schedule(static)
-    for (int64_t c = 0; c < chunks; ++c) {
-      int64_t begin = c * chunk, n = std::min(chunk, bytes - begin);
-      std::memcpy(dst.data() + begin, src.data() + begin, size_t(n));
-    }
-    double s = std::chrono::duration<double>(Clock::now() - t0).count();
-    if (r > 0) seconds.push_back(s);  // the first run warms caches and threads
-  }
-  return 2.0 * double(bytes) / median(seconds) / 1e9;
-}
-
 Ceilings measure_ceilings(bool quick) {
   Ceilings c;
   c.quick = quick;
@@ -94,7 +76,7 @@ Ceilings measure_ceilings(bool quick) {
   c.copy_bytes = quick ? int64_t(64) << 20 : int64_t(256) << 20;
   c.gemm_n = quick ? 384 : 1024;
   progress("calibrating: copy bandwidth");
-  c.copy_gbps = measure_copy_gbps(c.copy_bytes, quick ? 3 : 7);
+  c.copy_gbps = cpu_target().copy_gbps(c.copy_bytes, quick ? 3 : 7);
   progress("calibrating: sgemm rate");
   c.gemm_gflops = gemm_gflops(c.gemm_n, quick ? 3 : 5);
   progress("calibrating: launch overhead");

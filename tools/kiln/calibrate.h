@@ -23,8 +23,6 @@ struct Ceilings {
   static Ceilings from_json(const std::string& text);  // throws kiln::Error on a malformed file
 };
 
-// Median copy bandwidth of `bytes` over `repeats` runs (threads: the eager kernels' setting).
-double measure_copy_gbps(int64_t bytes, int repeats);
 Ceilings measure_ceilings(bool quick);
 
 // compile_cache_dir()/ceilings.json

@@ -18,6 +18,7 @@
 #include "codegen/cuda/cuda_emitter.h"
 #include "codegen/cuda/prepare_graph.h"
 #include "kiln/cuda.h"
+#include "kiln/target.h"
 #include "runtime/executable.h"
 
 namespace kiln::cli {
@@ -57,17 +58,19 @@ Command add_dump_command(CLI::App& parent) {
                    ModelSource m = load_model_source(o->model, parse_dims(o->dims), 0);
                    write(dir / "00-input.kir", print_graph(*m.graph));
                    write(dir / "graph.dot", m.graph->to_dot());
-                   std::unique_ptr<Graph> g = m.graph->clone();
-                   OptimizeOptions opt;
+                   OptimizeOptions opt = cpu_target().optimize_options();
                    opt.dump_dir = (dir / "passes").string();
-                   PassStats stats = optimize(*g, opt);
-                   write(dir / "passes.txt", stats.to_string());
-                   write(dir / "optimized.kir", print_graph(*g));
-                   progress("compiling");
+                   OptimizeReport report;
+                   CompileForOptions how;
+                   how.optimizer = &opt;
+                   how.report = &report;
                    CompileOptions copts;
                    copts.num_threads = global.threads;
-                   auto exe = compile(*g, copts);
+                   progress("compiling");
+                   auto exe = compile_for(*m.graph, cpu_target(), copts, how);
                    progress_done();
+                   write(dir / "passes.txt", report.pass_stats.to_string());
+                   write(dir / "optimized.kir", print_graph(*report.optimized));
                    const auto& ce = dynamic_cast<const runtime::CompiledExecutable&>(*exe);
                    write(dir / "lowered.kir", print_graph(*ce.graph));  // after decomposition for fusion
                    std::string loop_ir;
@@ -80,9 +83,7 @@ Command add_dump_command(CLI::App& parent) {
                    // kernel). Text only: no GPU needed.
                    std::vector<codegen::cuda::CudaKernelSource> cuda_kernels;
                    std::unique_ptr<Graph> gpu_graph = m.graph->clone();
-                   OptimizeOptions gpu_opt;
-                   gpu_opt.target.native_ops = cuda_native_ops();
-                   optimize(*gpu_graph, gpu_opt);
+                   optimize(*gpu_graph, cuda_target()->optimize_options());
                    codegen::cuda::prepare_graph_for_cuda(*gpu_graph, /*fused_attention=*/true);
                    CompileOptions gpu_copts = copts;
                    gpu_copts.keep_whole.insert(Op::Attention);

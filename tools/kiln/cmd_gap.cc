@@ -29,12 +29,12 @@ Command add_gap_command(CLI::App& parent) {
   app->add_flag("--json", o->json, "Print the results as JSON instead of the table (fields: docs/cli.md)");
   app->add_option("--profile", o->profile, "Write a Chrome trace-event file with every timed run's kernels");
   return Command{app, [o](const GlobalOptions&) {
-                   const DeviceBackend* backend = backend_for(parse_device(o->device));
+                   const Target& target = target_named(o->device);
                    std::vector<int> chains = parse_chain(o->chain);
                    int64_t bytes = parse_size(o->size);
                    TraceRecorder recorder;
                    if (!o->profile.empty()) set_active_trace(&recorder);
-                   GapResult r = run_gap_meter(chains, bytes, o->repeats, backend);
+                   GapResult r = run_gap_meter(chains, bytes, o->repeats, target);
                    set_active_trace(nullptr);
                    if (!o->profile.empty()) recorder.write(o->profile);
                    if (!o->svg.empty()) {

@@ -10,7 +10,7 @@
 #include "commands.h"
 #include "run_compiled.h"
 #include "run_model.h"
-#include "device.h"
+#include "kiln/target.h"
 #include "trace_events.h"
 #include "kernels/cpu/eager.h"
 #include "kiln/demo.h"
@@ -30,7 +30,7 @@ struct RunOptions {
   double rtol = -1;
   std::string device = "cpu";
   std::string profile;  // Chrome trace-event file
-  const DeviceBackend* backend = nullptr;
+  const Target* target = &cpu_target();  // from --device
 };
 
 // The compiled side of one demo model: optimise + compile the traced graph, run it on the first
@@ -46,7 +46,7 @@ CompiledDemo compile_demo(const demo::DemoResult& r, const RunOptions& options, 
   ExecOptions exec;
   exec.optimize = !options.no_optimize;
   exec.threads = global.threads;
-  exec.device = options.backend;
+  exec.target = options.target;
   CompiledGraph compiled = optimize_and_compile(*r.graph, exec);
   CompiledDemo out;
   std::vector<HostTensor> outs = run_measured(*compiled.executable, {r.first_input}, out.scoreboard);
@@ -148,7 +148,7 @@ Command add_run_command(CLI::App& parent) {
   app->add_option("--profile", options->profile,
                   "Write a Chrome trace-event file (Perfetto, chrome://tracing): host phases and kernels");
   return Command{app, [options](const GlobalOptions& global) {
-                   options->backend = backend_for(parse_device(options->device));
+                   options->target = &target_named(options->device);
                    TraceRecorder recorder;
                    if (!options->profile.empty()) set_active_trace(&recorder);
                    int rc = run_command(*options, global);
@@ -166,7 +166,7 @@ int run_command(const RunOptions& options, const GlobalOptions& global) {
     exec.compile = !options.eager_only;
     exec.optimize = !options.no_optimize;
     exec.threads = global.threads;
-    exec.device = options.backend;
+    exec.target = options.target;
     ModelRunOptions model_options = options.model_options;
     model_options.atol = options.atol, model_options.rtol = options.rtol;
     return run_model(options.model, model_options, exec, options.json);

@@ -31,5 +31,7 @@ Command add_calibrate_command(CLI::App& parent);
 Command add_explain_command(CLI::App& parent);
 // `kiln dump`: the IR after every stage (cmd_dump.cc).
 Command add_dump_command(CLI::App& parent);
+// `kiln ops`: each target's decision for every op (cmd_ops.cc).
+Command add_ops_command(CLI::App& parent);
 
 }  // namespace kiln::cli

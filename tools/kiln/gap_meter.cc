@@ -118,15 +118,16 @@ std::vector<int> parse_chain(const std::string& text) {
   return out;
 }
 
-GapResult run_gap_meter(const std::vector<int>& chains, int64_t tensor_bytes, int repeats, const DeviceBackend* backend) {
+GapResult run_gap_meter(const std::vector<int>& chains, int64_t tensor_bytes, int repeats, const Target& target) {
   KILN_CHECK(repeats >= 1, "--repeats must be at least 1");
   GapResult r;
-  r.device = backend ? backend->name : "cpu";
+  r.device = std::string(target.name());
+  const bool on_device = target.kind() != TargetKind::Cpu;  // times from device events
   const int64_t elements = tensor_bytes / 4;
   r.tensor_bytes = elements * 4;
   r.repeats = repeats;
   progress("measuring copy bandwidth");
-  r.copy_gbps = backend ? backend->copy_gbps(r.tensor_bytes) : measure_copy_gbps(r.tensor_bytes, repeats);
+  r.copy_gbps = target.copy_gbps(r.tensor_bytes, repeats);
   std::vector<HostTensor> in = {HostTensor::random(DType::F32, {elements}, 7, -2, 2)};
   for (int n : chains) {
     auto g = chain_graph(n, elements);
@@ -135,18 +136,18 @@ GapResult run_gap_meter(const std::vector<int>& chains, int64_t tensor_bytes, in
     Scoreboard eager_sb, compiled_sb;
     progress(str("chain ", n, ": eager"));
     row.eager_us = time_runs(repeats, &eager_sb, str("eager chain ", n), [&](Scoreboard* sb) {
-      return backend ? backend->run_eager(*g, in, sb) : eager::run_graph(*g, in, sb);
-    }, backend != nullptr);
+      return target.run_eager(*g, in, sb);
+    }, on_device);
     progress(str("chain ", n, ": compiling"));
     std::shared_ptr<Executable> exe;
     {
       PhaseScope phase(str("compile chain ", n));
-      exe = backend ? backend->compile(*g, CompileOptions{}) : compile(*g);
+      exe = target.compile(*g, CompileOptions{});
     }
     progress(str("chain ", n, ": compiled"));
     row.compiled_us = time_runs(repeats, &compiled_sb, str("compiled chain ", n), [&](Scoreboard* sb) {
       return exe->run(in, sb);
-    }, backend != nullptr);
+    }, on_device);
     // Eager also records the scalar constants it materialises; they are not launches over the data.
     for (const KernelRecord& k : eager_sb.kernels()) {
       if (k.source_ops.size() == 1 && k.source_ops[0] == op_name(Op::Constant)) continue;

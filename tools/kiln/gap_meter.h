@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "device.h"
+#include "kiln/target.h"
 
 namespace kiln::cli {
 
@@ -38,6 +38,6 @@ int64_t parse_size(const std::string& text);
 std::vector<int> parse_chain(const std::string& text);
 
 // backend: null for the CPU.
-GapResult run_gap_meter(const std::vector<int>& chains, int64_t tensor_bytes, int repeats, const DeviceBackend* backend);
+GapResult run_gap_meter(const std::vector<int>& chains, int64_t tensor_bytes, int repeats, const Target& target);
 
 }  // namespace kiln::cli

@@ -19,7 +19,8 @@ int main(int argc, char** argv) {
   std::vector<kiln::cli::Command> commands = {
       kiln::cli::add_run_command(app),       kiln::cli::add_compile_command(app),
       kiln::cli::add_explain_command(app),   kiln::cli::add_gap_command(app),
-      kiln::cli::add_calibrate_command(app), kiln::cli::add_dump_command(app)};
+      kiln::cli::add_calibrate_command(app), kiln::cli::add_dump_command(app),
+      kiln::cli::add_ops_command(app)};
 
   // CLI11 would only say "a subcommand is required"; name the word it did not know.
   std::string names;

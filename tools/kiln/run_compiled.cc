@@ -11,22 +11,23 @@ namespace kiln::cli {
 
 CompiledGraph optimize_and_compile(const Graph& g, const ExecOptions& options) {
   CompiledGraph out;
-  out.optimized = g.clone();
-  if (options.optimize) {
-    PhaseScope phase("optimize");
-    OptimizeOptions oo;
-    if (options.device) oo.target.native_ops = options.device->native_ops;
-    out.pass_stats = optimize(*out.optimized, oo);
-  }
   CompileOptions copts;
   copts.num_threads = options.threads;
+  CompileForOptions how;
+  how.optimize = options.optimize;
+  OptimizeReport report;
+  how.report = &report;
   progress("compiling");
   TraceRecorder* trace = active_trace();
   double t0 = trace ? trace->now_us() : 0;
-  out.executable = options.device ? options.device->compile(*out.optimized, copts) : compile(*out.optimized, copts);
+  out.executable = compile_for(g, *options.target, copts, how);
+  out.optimized = std::move(report.optimized);
+  out.pass_stats = std::move(report.pass_stats);
   progress_done();
-  if (trace) {  // compile() is one call: its stages laid out from its stats
+  if (trace) {  // the compile is one call: its stages laid out from its stats, after the optimizer's
     const CompileStats& s = out.executable->stats();
+    if (options.optimize) trace->phase("optimize", t0, out.pass_stats.total_seconds * 1e6);
+    t0 += out.pass_stats.total_seconds * 1e6;
     trace->phase("lower", t0, s.lower_ms * 1e3);
     trace->phase(s.cache_hit ? "compile (cache hit)" : "compile", t0 + s.lower_ms * 1e3, s.compile_ms * 1e3);
     trace->phase("load", t0 + (s.lower_ms + s.compile_ms) * 1e3, s.load_ms * 1e3);

@@ -9,7 +9,7 @@
 #include "kiln/graph.h"
 #include "kiln/passes.h"
 #include "kiln/scoreboard.h"
-#include "device.h"
+#include "kiln/target.h"
 
 namespace kiln::cli {
 
@@ -17,10 +17,10 @@ struct ExecOptions {
   bool compile = true;    // false: --eager (one kernel per op)
   bool optimize = true;   // the default pass pipeline before compiling
   int threads = 0;
-  const DeviceBackend* device = nullptr;  // null: the CPU; else --device cuda's backend (device.h)
+  const Target* target = &cpu_target();  // --device (kiln/target.h)
 };
 
-// A graph compiled for the CPU, with what it took to get there.
+// A graph compiled for its target, with what it took to get there.
 struct CompiledGraph {
   std::unique_ptr<Graph> optimized;
   PassStats pass_stats;

@@ -65,7 +65,7 @@ int run_model(const std::string& path, const ModelRunOptions& o, const ExecOptio
   std::shared_ptr<Executable> prebuilt;  // `kiln run DIR` on a `kiln compile` artefact
   if (is_compiled_artefact(path)) {
     PhaseScope phase("load artefact");
-    KILN_CHECK(exec.device == nullptr, path, ": compiled artefacts are CPU artefacts; use --device cpu");
+    KILN_CHECK(exec.target->kind() == TargetKind::Cpu, path, ": compiled artefacts are CPU artefacts; use --device cpu");
     CompiledArtefact a = load_compiled_artefact(path, exec.threads);
     g = a.graph->clone();
     prebuilt = a.executable;
@@ -115,7 +115,7 @@ int run_model(const std::string& path, const ModelRunOptions& o, const ExecOptio
               " library calls, ", cs.cache_hit ? std::string("cache hit") : str(cs.compile_ms, " ms compiling"), ")");
   } else {
     auto run_eager = [&](Scoreboard* board) {
-      return exec.device ? exec.device->run_eager(*g, inputs, board) : eager::run_graph(*g, inputs, board);
+      return exec.target->run_eager(*g, inputs, board);
     };
     run_eager(nullptr);  // warm up
     TraceRecorder* trace = active_trace();

@@ -16,3 +16,11 @@ std::shared_ptr<Executable> compile_cuda(const Graph& g, const CudaCompileOption
 }
 
 }  // namespace kiln
+
+namespace kiln {
+
+std::string cuda_device_description(int) { return "cuda: unavailable"; }
+
+double cuda_copy_gbps(int64_t, int) { throw Error(str("cuda: ", cuda_unavailable_reason())); }
+
+}  // namespace kiln

@@ -1,0 +1,87 @@
+// The CUDA target (kiln::compile_cuda behind the Target interface) and the targets by name. Why:
+// `--device cuda` in every command, the benchmarks and `kiln dump` reach the GPU through one
+// object that carries the GPU's settings; built in every build (compile_cuda says clearly where
+// there is no CUDA backend or no device).
+#include <map>
+#include <mutex>
+
+#include "kiln/error.h"
+#include "kiln/target.h"
+
+namespace kiln {
+
+namespace {
+
+class CudaTarget final : public Target {
+ public:
+  explicit CudaTarget(const CudaCompileOptions& options) : options_(options) {}
+  TargetKind kind() const override { return TargetKind::Cuda; }
+  std::string description() const override { return cuda_device_description(options_.device); }
+  std::string unavailable_reason() const override { return cuda_unavailable_reason(); }
+
+  // Attention stays whole only where the fused kernel is on.
+  OptimizeOptions optimize_options() const override {
+    OptimizeOptions o = Target::optimize_options();
+    if (!options_.fused_attention) o.target.native_ops.erase(Op::Attention);
+    return o;
+  }
+
+  std::shared_ptr<Executable> compile(const Graph& optimized, const CompileOptions& options) const override {
+    require_available();
+    CudaCompileOptions o = options_;
+    o.base = options;
+    return compile_cuda(optimized, o);
+  }
+
+  // One unfused launch per op, no CUDA graph, no epilogues: the GPU's eager baseline. The per-op
+  // kernels of a graph are built once (keyed by the graph's text, so a different graph at the same
+  // address never reuses them) and launched one per op on every call.
+  std::vector<HostTensor> run_eager(const Graph& g, const std::vector<HostTensor>& inputs, Scoreboard* sb) const override {
+    require_available();
+    std::shared_ptr<Executable> exe;
+    {
+      std::lock_guard<std::mutex> lock(eager_mutex_);
+      std::shared_ptr<Executable>& slot = eager_kernels_[print_graph(g)];
+      if (!slot) {
+        CudaCompileOptions o = options_;
+        o.base.fuse = false;
+        o.use_graphs = false;
+        o.fuse_epilogues = false;
+        slot = compile_cuda(g, o);
+      }
+      exe = slot;
+    }
+    return exe->run(inputs, sb);
+  }
+
+  double copy_gbps(int64_t bytes, int) const override {
+    require_available();
+    return cuda_copy_gbps(bytes, options_.device);
+  }
+
+ private:
+  void require_available() const {
+    std::string why = cuda_unavailable_reason();
+    KILN_CHECK(why.empty(), "--device cuda: ", why);
+  }
+  CudaCompileOptions options_;
+  mutable std::mutex eager_mutex_;
+  mutable std::map<std::string, std::shared_ptr<Executable>> eager_kernels_;
+};
+
+}  // namespace
+
+std::unique_ptr<Target> cuda_target(const CudaCompileOptions& options) { return std::make_unique<CudaTarget>(options); }
+
+const Target& target_named(const std::string& name) {
+  if (name == "cpu") return cpu_target();
+  if (name == "cuda") {
+    static const std::unique_ptr<Target> cuda = cuda_target();
+    std::string why = cuda->unavailable_reason();
+    KILN_CHECK(why.empty(), "--device cuda: ", why, "; use --device cpu");
+    return *cuda;
+  }
+  throw Error(str("--device: unknown device '", name, "' (expected cpu or cuda)"));
+}
+
+}  // namespace kiln

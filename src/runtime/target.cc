@@ -1,0 +1,26 @@
+// compile_for and the parts of Target every target shares. Why: "optimise for the target, then
+// compile" is one function, not a sequence each tool repeats.
+#include "kiln/target.h"
+
+namespace kiln {
+
+OptimizeOptions Target::optimize_options() const {
+  OptimizeOptions o;
+  o.target.native_ops = native_ops(kind());
+  return o;
+}
+
+std::shared_ptr<Executable> compile_for(const Graph& g, const Target& target, const CompileOptions& options,
+                                        const CompileForOptions& how) {
+  std::unique_ptr<Graph> optimized = g.clone();
+  PassStats stats;
+  if (how.optimize) stats = optimize(*optimized, how.optimizer ? *how.optimizer : target.optimize_options());
+  std::shared_ptr<Executable> exe = target.compile(*optimized, options);
+  if (how.report) {
+    how.report->optimized = std::move(optimized);
+    how.report->pass_stats = std::move(stats);
+  }
+  return exe;
+}
+
+}  // namespace kiln
