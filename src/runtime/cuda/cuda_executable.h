@@ -25,7 +25,7 @@
 
 namespace kiln::cuda {
 
-// A matmul's fused `act(x @ w + bias)` epilogue (cuda_executable.cc).
+// A matmul's fused `act(x @ w + bias)` epilogue (match_epilogue in cuda_plan.cc).
 struct EpilogueMatch {
   MatmulEpilogue epilogue = MatmulEpilogue::None;
   const Value* bias = nullptr;

@@ -1,0 +1,198 @@
+// compile_cuda (see include/kiln/cuda.h): lower with the shared front half, pick the host steps and
+// the matmul epilogues cuBLASLt takes, print CUDA, NVRTC -> cubin through the compile cache, load it.
+// Running it is CudaExecutable's (cuda_binding.cc, cuda_launch.cc).
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <iterator>
+#include <set>
+
+#include "codegen/cuda/prepare_graph.h"
+#include "kiln/error.h"
+#include "runtime/compile_cache.h"
+#include "runtime/cuda/cuda_device.h"
+#include "runtime/cuda/cuda_executable_internal.h"
+#include "runtime/cuda/nvrtc_compiler.h"
+
+namespace kiln {
+
+namespace cuda {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double millis(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+const std::vector<std::string> kNvrtcOptions = {"--std=c++17", "-diag-suppress=550,177"};
+
+bool supported_matmul_dtype(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+
+std::vector<char> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  KILN_CHECK(in.good(), "cannot read ", path);
+  return std::vector<char>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+}  // namespace
+
+}  // namespace cuda
+
+std::string cuda_unavailable_reason() {
+  const cuda::DriverStatus& st = cuda::driver_status();
+  if (!st.has_device()) return st.message;
+  if (!cuda::nvrtc_status().loaded) return cuda::nvrtc_status().message;
+  return "";
+}
+
+std::shared_ptr<Executable> compile_cuda(const Graph& g, const CudaCompileOptions& options) {
+  using namespace cuda;
+  const Clock::time_point t0 = Clock::now();
+  auto exe = std::make_shared<CudaExecutable>();
+  exe->options = options;
+  for (const auto& node : g.nodes())
+    KILN_CHECK(!node->info().has(kSubgraph) && !node->info().has(kContainer), "compile_cuda: ", node->describe(),
+               ": control flow (if/loop/scan) and sequence/optional ops run only on the CPU (kiln::compile runs ",
+               "them as host steps); the CUDA backend does not support op '", op_name(node->op), "'");
+  for (const auto& node : g.nodes())
+    KILN_CHECK(!node->has_string_values(), "compile_cuda: ", node->describe(),
+               ": string (str) tensors run only on the CPU (kiln::compile runs such nodes as host steps)");
+  for (const Value* in : g.inputs())
+    KILN_CHECK(!(in->type.is_tensor() && in->type.dtype == DType::Str), "compile_cuda: input '", in->name,
+               "' has dtype str; string tensors run only on the CPU (kiln::compile)");
+  CudaDevice& device = CudaDevice::get(options.device);
+  device.make_current();
+  // The fused attention kernel needs mma.sync on f16/bf16 and cp.async (sm_80).
+  const bool fused_attention = options.fused_attention && device.info().compute_major >= 8;
+  std::unique_ptr<Graph> prepared = g.clone();
+  codegen::cuda::prepare_graph_for_cuda(*prepared, fused_attention);
+  CompileOptions base = options.base;
+  if (fused_attention) base.keep_whole.insert(Op::Attention), base.attention_reads_views = true;
+  exe->lowered = runtime::lower_for_target(*prepared, base, "kiln_cu_");
+  const runtime::CompiledExecutable& low = *exe->lowered;
+  std::set<const Value*> host_values;
+  std::set<std::pair<DType, int64_t>> attention_kernels;
+  for (const runtime::Step& step : low.steps) {
+    if (!step.library) continue;
+    const Node& n = *step.node;
+    // Host steps: shape_of, and non-matmul library ops whose operands are all constants or
+    // host-step results (the shape arithmetic of symbolic dims).
+    bool on_host = n.op == Op::ShapeOf;
+    if (n.op == Op::Attention) {  // kept whole only where the fused kernel runs it
+      attention_kernels.insert(codegen::cuda::fused_attention_kernel(n));
+      continue;
+    }
+    if (!on_host && n.op != Op::MatMul) {
+      on_host = true;
+      for (const Value* v : n.inputs) {
+        const Value* root = low.schedule.buffer_of(v);
+        bool constant = root->producer && root->producer->op == Op::Constant;
+        on_host &= constant || host_values.count(root) != 0;
+      }
+    }
+    if (on_host) {
+      exe->host_steps_.insert(size_t(&step - low.steps.data()));
+      for (const Value* out : n.outputs) host_values.insert(out);
+      continue;
+    }
+    KILN_CHECK(n.op == Op::MatMul, n.describe(), ": the CUDA backend has no kernel for op '", op_name(n.op),
+               "' (library calls on CUDA: matmul; shape_of is computed on the host)");
+    KILN_CHECK(supported_matmul_dtype(n.outputs[0]->type.dtype), n.describe(), ": CUDA matmul supports f32, f16 and bf16, not ",
+               dtype_name(n.outputs[0]->type.dtype));
+  }
+  if (options.fuse_epilogues) {
+    for (size_t i = 0; i + 1 < low.steps.size(); ++i) {
+      if (!low.steps[i].library || low.steps[i].node->op != Op::MatMul) continue;
+      const Value* y = low.steps[i].node->outputs[0];
+      if (y->uses.size() != 1) continue;
+      // The consumer group of the product must be the very next step.
+      auto g = low.schedule.group_of.find(y->uses[0].user->outputs[0]);
+      if (g == low.schedule.group_of.end() || size_t(g->second) != i + 1) continue;
+      if (auto m = match_epilogue(*low.steps[i].node, low, i + 1)) {
+        exe->epilogues_[i] = *m;
+        exe->epilogue_into_[i] = i + 1;
+        exe->skipped_steps_.insert(i + 1);
+      }
+    }
+  }
+  codegen::cuda::CudaEmitOptions emit;
+  // The opt-in shared memory per block, less what the block reductions declare statically.
+  emit.shared_budget_bytes = std::max<int64_t>(0, int64_t(device.info().max_shared_per_block_optin) - 1024);
+  emit.register_rows = options.register_rows;
+  emit.vector_points = options.vector_points;
+  emit.registers.max_per_thread = std::max(1, options.row_max_per_thread);
+  emit.registers.max_threads = std::clamp(options.row_max_threads, 32, 1024);
+  emit.registers.register_words = std::max(1, options.row_register_words);
+  emit.registers.max_cluster = device.info().compute_major >= 9 ? std::clamp(options.row_max_cluster, 1, 16) : 1;
+  emit.registers.preferred_threads = std::clamp(options.row_preferred_threads, 32, 1024);
+  emit.registers.prefetch = options.row_prefetch;
+  emit.registers.fuse_reductions = options.row_fuse_reductions;
+  emit.registers.fuse_norm_max_per_thread = options.row_fuse_norm_max_per_thread;
+  emit.registers.occupancy_threads = std::clamp(options.row_occupancy_threads, 32, 2048);
+  emit.registers.chunks = options.row_chunks;
+  emit.registers.bulk_stages = options.row_bulk_stages;
+  emit.registers.bulk_min_per_thread = std::max(1, options.row_bulk_min_per_thread);
+  emit.registers.cluster_mail = options.row_cluster_mail && device.info().compute_major >= 9;
+  emit.registers.weights_in_shared = options.row_weights_in_shared;
+  if (device.info().compute_major >= 9) {  // cp.async.bulk and mbarrier transaction counts
+    emit.registers.shared_per_multiprocessor = device.info().max_shared_per_multiprocessor;
+    emit.registers.shared_per_block = emit.shared_budget_bytes;
+  }
+  for (const auto& lk : low.kernels) exe->kernel_sources.push_back(codegen::cuda::emit_cuda_kernel(lk.kernel, emit));
+  exe->source_ = codegen::cuda::cuda_translation_unit(exe->kernel_sources);
+  exe->source_ += codegen::cuda::fused_attention_source(attention_kernels);
+  for (const auto& k : exe->kernel_sources) exe->uses_status_ |= k.source.find(", kiln_status)") != std::string::npos;
+  exe->stats_.kernels_generated = low.stats_.kernels_generated;
+  exe->stats_.library_calls = low.stats_.library_calls;
+  const Clock::time_point t1 = Clock::now();
+  exe->stats_.lower_ms = millis(t0, t1);
+
+  if (!low.kernels.empty() || !attention_kernels.empty()) {
+    const std::string arch = device.info().arch();
+    const NvrtcStatus& nv = nvrtc_status();
+    KILN_CHECK(nv.loaded, nv.message);
+    const std::string identity = str("nvrtc ", nv.major, ".", nv.minor, " ", arch);
+    runtime::CompileCache cache(compile_cache_dir(options.base));
+    exe->stats_.cache_key = runtime::CompileCache::key(exe->source_, identity, kNvrtcOptions);
+    auto build = [&](const std::string& src_path, const std::string& out_path) {
+      (void)src_path;
+      std::vector<char> cubin = nvrtc_compile(exe->source_, "kiln_graph.cu", arch, kNvrtcOptions);
+      std::ofstream out(out_path, std::ios::binary);
+      out.write(cubin.data(), std::streamsize(cubin.size()));
+      KILN_CHECK(out.good(), "cannot write ", out_path);
+    };
+    const Clock::time_point c0 = Clock::now();
+    std::string path = options.base.use_cache
+                           ? cache.get_or_build(exe->stats_.cache_key, exe->source_, build, &exe->stats_.cache_hit)
+                           : "";
+    std::vector<char> cubin;
+    if (path.empty()) cubin = nvrtc_compile(exe->source_, "kiln_graph.cu", arch, kNvrtcOptions);
+    else cubin = read_file(path);
+    const Clock::time_point c1 = Clock::now();
+    exe->stats_.compile_ms = exe->stats_.cache_hit ? 0 : millis(c0, c1);
+    exe->stats_.shared_object = path;
+    exe->module = std::make_unique<CudaModule>(cubin);
+    for (const auto& k : exe->kernel_sources) {
+      exe->functions.push_back(exe->module->function(k.name));
+      // Static and dynamic shared memory together may exceed the 48 KiB a kernel gets without
+      // opting in even when the dynamic part alone does not (48 KiB of staged rows did).
+      if (k.shared_bytes > 0) allow_dynamic_shared(exe->functions.back(), int(k.shared_bytes));
+      if (k.cluster > 8) allow_non_portable_cluster(exe->functions.back());
+    }
+    for (const auto& [dtype, d] : attention_kernels) {
+      const std::string name = codegen::cuda::fused_attention_kernel_name(dtype, d);
+      CUfunction fn = exe->module->function(name);
+      allow_dynamic_shared(fn, int(codegen::cuda::fused_attention_shared_bytes(d)));
+      exe->attention_functions_[name] = fn;
+    }
+    exe->stats_.load_ms = millis(c1, Clock::now());
+  }
+  exe->stream_ = std::make_unique<Stream>();
+  for (const auto& n : low.graph->nodes())
+    if (n->op == Op::Constant)
+      exe->constants[n->outputs[0]] = DeviceTensor::upload(n->attrs.get_tensor("value"), *exe->stream_);
+  exe->stream_->synchronize();
+  return exe;
+}
+
+}  // namespace kiln

@@ -1,0 +1,252 @@
+// Running a binding (see cuda_executable.h): queue its steps on the stream, direct on the first run
+// and as a captured CUDA graph after; copy inputs in and outputs out; time each step for a
+// scoreboard; and run on device tensors in place for eager ops.
+#include <algorithm>
+#include <memory>
+#include <optional>
+
+#include "kiln/error.h"
+#include "runtime/cuda/cuda_device.h"
+#include "runtime/cuda/cuda_executable_internal.h"
+
+namespace kiln::cuda {
+namespace {
+
+// Host mirror of the generated KilnArgs struct (same member order, sizes and alignment).
+struct HostKilnArgs {
+  void* bufs[codegen::cuda::kMaxKernelBuffers];
+  int64_t syms[codegen::cuda::kMaxKernelSymbols];
+  int* status;
+};
+
+}  // namespace
+
+void CudaExecutable::enqueue(Binding& b) {
+  const DriverApi& api = driver();
+  const lower::Schedule& s = lowered->schedule;
+  auto device_ptr = [&](const Value* v) -> DevicePtr {
+    const Value* root = s.buffer_of(v);
+    auto c = constants.find(root);
+    if (c != constants.end()) return c->second.data();
+    auto e = b.external.find(root);
+    if (e != b.external.end()) return e->second;
+    return b.buffers.at(root).data();
+  };
+  // The status word only matters when a kernel can set it (integer division or modulo by zero);
+  // clearing it is a driver call per run that eager ops would otherwise pay for nothing.
+  if (uses_status_) KILN_CU(api.cuMemsetD8Async(b.status.data(), 0, 4, stream_->handle()));
+  for (StepPlan& plan : b.steps) {
+    if (plan.skipped) continue;
+    if (plan.library) {
+      if (plan.matmul)
+        plan.matmul->run(device_ptr(plan.buffers[0]), device_ptr(plan.buffers[1]),
+                         plan.buffers.size() > 3 ? device_ptr(plan.buffers[3]) : 0, device_ptr(plan.buffers[2]),
+                         b.workspace.data(), *stream_, plan.buffers.size() > 4 ? device_ptr(plan.buffers[4]) : 0);
+      if (plan.attention) {
+        codegen::cuda::FusedAttentionArgs args = *plan.attention;
+        args.q = reinterpret_cast<const void*>(device_ptr(plan.buffers[0]) + DevicePtr(plan.attention_offsets[0]));
+        args.k = reinterpret_cast<const void*>(device_ptr(plan.buffers[1]) + DevicePtr(plan.attention_offsets[1]));
+        args.v = reinterpret_cast<const void*>(device_ptr(plan.buffers[2]) + DevicePtr(plan.attention_offsets[2]));
+        args.out = reinterpret_cast<void*>(device_ptr(plan.buffers[3]));
+        if (args.tk == 0) {  // no keys: the product with an empty v is zeros
+          const Value* out = plan.buffers[3];
+          KILN_CU(api.cuMemsetD8Async(device_ptr(out), 0, size_t(out->type.numel().evaluate(b.dims)) * dtype_size(out->type.dtype),
+                                      stream_->handle()));
+        } else if (plan.shape.grid_x > 0 && plan.shape.grid_y > 0) {
+          void* params[] = {&args};
+          launch_kernel(plan.fn, plan.shape, *stream_, params);
+        }
+      }
+      continue;
+    }
+    HostKilnArgs args{};
+    for (size_t i = 0; i < plan.buffers.size(); ++i) args.bufs[i] = reinterpret_cast<void*>(device_ptr(plan.buffers[i]));
+    for (size_t i = 0; i < b.syms.size(); ++i) args.syms[i] = b.syms[i];
+    args.status = reinterpret_cast<int*>(b.status.data());
+    void* params[] = {&args};
+    try {
+      launch_kernel(plan.fn, plan.shape, *stream_, params);
+    } catch (const Error& e) {  // name the kernel and the shape it was launched with
+      const codegen::cuda::CudaKernelSource& ks = kernel_sources.at(size_t(plan.kernel));
+      throw Error(str(e.what(), " (kernel ", ks.name, ": ", plan.shape.grid_x, " blocks of ", plan.shape.block_x,
+                      " threads, ", plan.shape.shared_bytes, " bytes of dynamic shared memory, cluster ", ks.cluster, ")"));
+    }
+  }
+}
+
+void CudaExecutable::bind(const std::vector<HostTensor>& inputs) {
+  CudaDevice::get(options.device).make_current();
+  Binding& b = binding_for(inputs);
+  const Graph& g = *lowered->graph;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Value* v = g.inputs()[i];
+    KILN_CHECK(inputs[i].dtype() == v->type.dtype, "input ", i, " ('", v->name, "') is ",
+               dtype_name(inputs[i].dtype()), ", the graph wants ", dtype_name(v->type.dtype));
+    auto it = b.buffers.find(v);
+    if (it != b.buffers.end()) it->second.copy_from_host(inputs[i], *stream_);
+  }
+  current_ = &b;
+}
+
+void CudaExecutable::launch() {
+  KILN_CHECK(current_ != nullptr, "CudaExecutable::launch before bind");
+  Binding& b = *current_;
+  if (!options.use_graphs || b.launches == 0) {
+    enqueue(b);  // the first run goes direct: lazy library set-up must not happen under capture
+  } else {
+    if (!b.graph) {
+      CapturedGraph::begin_capture(*stream_);
+      try {
+        enqueue(b);
+      } catch (...) {
+        try {
+          CapturedGraph::end_capture(*stream_);
+        } catch (...) {
+        }
+        throw;
+      }
+      b.graph = std::make_unique<CapturedGraph>(CapturedGraph::end_capture(*stream_));
+    }
+    b.graph->launch(*stream_);
+  }
+  ++b.launches;
+}
+
+std::vector<HostTensor> CudaExecutable::outputs() {
+  KILN_CHECK(current_ != nullptr, "CudaExecutable::outputs before bind");
+  Binding& b = *current_;
+  stream_->synchronize();
+  if (uses_status_) {
+    HostTensor status = b.status.download(*stream_);
+    if (status.get_f64(0) != 0) throw Error("a CUDA kernel hit an integer division or modulo by zero");
+  }
+  const Graph& g = *lowered->graph;
+  const lower::Schedule& s = lowered->schedule;
+  std::vector<HostTensor> out;
+  for (const Value* v : g.outputs()) {
+    const Value* root = s.buffer_of(v);
+    HostTensor t;
+    auto c = constants.find(root);
+    if (c != constants.end()) t = c->second.download(*stream_);
+    else t = b.buffers.at(root).download(*stream_);
+    out.push_back(root == v ? t : t.reshaped(eval_shape(v->type.shape, b.dims)));
+  }
+  return out;
+}
+
+void CudaExecutable::record(Binding& b, Scoreboard* sb) {
+  // Timed direct launches, one event pair per step (graph replay has no per-kernel times).
+  std::vector<std::unique_ptr<Event>> marks;
+  for (size_t i = 0; i <= b.steps.size(); ++i) marks.push_back(std::make_unique<Event>(true));
+  marks[0]->record(*stream_);
+  // Enqueue step by step so each gets its own events.
+  std::vector<StepPlan> all;
+  all.swap(b.steps);
+  for (size_t i = 0; i < all.size(); ++i) {
+    b.steps.clear();
+    b.steps.push_back(std::move(all[i]));
+    enqueue(b);
+    all[i] = std::move(b.steps[0]);
+    marks[i + 1]->record(*stream_);
+  }
+  b.steps.swap(all);
+  marks.back()->synchronize();
+  for (size_t i = 0; i < b.steps.size(); ++i) {
+    if (b.steps[i].skipped) continue;
+    const runtime::Step& step = lowered->steps[i];
+    KernelRecord rec;
+    rec.name = step.name;
+    rec.source_ops = step.source_ops;
+    rec.time_us = 1000.0 * marks[i + 1]->elapsed_ms_since(*marks[i]);
+    const StepPlan& plan = b.steps[i];
+    if (plan.library) {
+      // Attention's buffers may be those its operands are views of: count the operands.
+      std::vector<const Value*> moved = plan.buffers;
+      if (plan.attention) moved = {step.node->inputs[0], step.node->inputs[1], step.node->inputs[2], step.node->outputs[0]};
+      for (size_t k = 0; k < moved.size(); ++k) {
+        const Value* v = moved[k];
+        int64_t bytes = v->type.numel().evaluate(b.dims) * dtype_size(v->type.dtype);
+        (k == (plan.attention ? 3 : 2) ? rec.bytes_written : rec.bytes_read) += bytes;
+      }
+      if (plan.matmul && plan.buffers.size() > 3) rec.name += "+epilogue";
+      if (plan.matmul) rec.flops = plan.matmul->flops();
+      if (plan.attention) rec.flops = plan.attention_flops;
+    } else {
+      const lower::LoweredKernel& lk = lowered->kernels[size_t(plan.kernel)];
+      for (size_t p = 0; p < lk.param_values.size(); ++p) {
+        const Value* v = lk.param_values[p];
+        int64_t bytes = v->type.numel().evaluate(b.dims) * dtype_size(v->type.dtype);
+        (lk.kernel.params[p].is_output ? rec.bytes_written : rec.bytes_read) += bytes;
+      }
+      rec.flops = double(lk.kernel.iterations.evaluate(b.kernel_dims)) * lk.kernel.ops_per_point;
+    }
+    sb->add(std::move(rec));
+  }
+}
+
+std::vector<HostTensor> CudaExecutable::run(const std::vector<HostTensor>& inputs, Scoreboard* sb) {
+  std::lock_guard<std::mutex> lock(run_mutex_);
+  bind(inputs);
+  if (sb) {
+    record(*current_, sb);
+    ++current_->launches;
+  } else {
+    launch();
+  }
+  return outputs();
+}
+
+namespace {
+// Whether `shape` is static and equal to `dims` (per eager op: no vector built to compare).
+bool has_static_shape(const Shape& shape, const std::vector<int64_t>& dims) {
+  if (shape.size() != dims.size()) return false;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    const std::optional<int64_t> d = shape[i].maybe_constant();
+    if (!d || *d != dims[i]) return false;
+  }
+  return true;
+}
+}  // namespace
+
+std::vector<DeviceTensor> CudaExecutable::run_device(const std::vector<DeviceTensor>& inputs, Scoreboard* sb) {
+  std::lock_guard<std::mutex> lock(run_mutex_);
+  const Graph& g = *lowered->graph;
+  KILN_CHECK(inputs.size() == g.inputs().size(), "graph '", g.name(), "' takes ", g.inputs().size(), " inputs, got ",
+             inputs.size());
+  KILN_CHECK(lowered->symbols.empty(), "graph '", g.name(), "': run_device needs static shapes");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Value* v = g.inputs()[i];
+    KILN_CHECK(inputs[i].dtype() == v->type.dtype && has_static_shape(v->type.shape, inputs[i].shape()), "input ", i,
+               " ('", v->name, "') is ", dtype_name(inputs[i].dtype()), dims_to_string(inputs[i].shape()),
+               ", the graph wants ", v->type.to_string());
+  }
+  Binding& b = binding_for_dims({}, /*external_inputs=*/true);
+  const lower::Schedule& s = lowered->schedule;
+  for (size_t i = 0; i < inputs.size(); ++i) b.external[s.buffer_of(g.inputs()[i])] = inputs[i].data();
+  // Fresh output buffers every run: the tensors handed out below must not be overwritten later.
+  for (const Value* v : g.outputs()) {
+    const Value* root = s.buffer_of(v);
+    if (b.buffers.count(root)) b.buffers[root] = DeviceTensor::empty(root->type.dtype, root->type.static_shape(), *stream_);
+  }
+  if (sb) record(b, sb);
+  else enqueue(b);
+  ++b.launches;
+  if (uses_status_) {  // integer division: as the CPU eager kernels, report a zero divisor now
+    HostTensor status = b.status.download(*stream_);
+    KILN_CHECK(status.get_f64(0) == 0, "graph '", g.name(), "': integer division or modulo by zero");
+  }
+  std::vector<DeviceTensor> out;
+  for (const Value* v : g.outputs()) {
+    const Value* root = s.buffer_of(v);
+    DeviceTensor t;
+    if (auto c = constants.find(root); c != constants.end()) t = c->second;
+    else if (auto e = std::find(g.inputs().begin(), g.inputs().end(), root); e != g.inputs().end())
+      t = inputs[size_t(e - g.inputs().begin())];
+    else t = b.buffers.at(root);
+    out.push_back(root == v ? t : t.reshaped(v->type.static_shape()));
+  }
+  b.external.clear();
+  return out;
+}
+
+}  // namespace kiln::cuda
