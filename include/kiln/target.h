@@ -41,8 +41,8 @@ struct OpSupport {
 // `op` on `kind`: every op of ops.def has one row per target (checked by tests/unit/compile/
 // op_support_test.cc, which also checks the rows against what the code generators accept).
 const OpSupport& op_support(TargetKind kind, Op op);
-// High-level ops (those with a decomposition) the target keeps whole: its decision is not
-// Decompose. The optimizer's TargetCaps for the target.
+// High-level ops (those with a decomposition) the target keeps whole: its decision is kernel,
+// library or host (an unsupported op is decomposed all the same). The optimizer's TargetCaps.
 std::set<Op> native_ops(TargetKind kind);
 
 class Target {

@@ -61,7 +61,8 @@ std::set<Op> native_ops(TargetKind kind) {
   std::set<Op> out;
   for (int i = 0; i < kNumOps; ++i) {
     const Op op = Op(i);
-    if (op_info(op).decompose && op_support(kind, op).decision != OpDecision::Decompose) out.insert(op);
+    const OpDecision d = op_support(kind, op).decision;
+    if (op_info(op).decompose && d != OpDecision::Decompose && d != OpDecision::Unsupported) out.insert(op);
   }
   return out;
 }

@@ -13,6 +13,7 @@
 #include "runtime/cuda/cuda_device.h"
 #include "runtime/cuda/cuda_executable_internal.h"
 #include "runtime/cuda/nvrtc_compiler.h"
+#include "runtime/cuda/step_placement.h"
 
 namespace kiln {
 
@@ -25,8 +26,6 @@ double millis(Clock::time_point a, Clock::time_point b) {
 }
 
 const std::vector<std::string> kNvrtcOptions = {"--std=c++17", "-diag-suppress=550,177"};
-
-bool supported_matmul_dtype(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
 
 std::vector<char> read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -50,16 +49,7 @@ std::shared_ptr<Executable> compile_cuda(const Graph& g, const CudaCompileOption
   const Clock::time_point t0 = Clock::now();
   auto exe = std::make_shared<CudaExecutable>();
   exe->options = options;
-  for (const auto& node : g.nodes())
-    KILN_CHECK(!node->info().has(kSubgraph) && !node->info().has(kContainer), "compile_cuda: ", node->describe(),
-               ": control flow (if/loop/scan) and sequence/optional ops run only on the CPU (kiln::compile runs ",
-               "them as host steps); the CUDA backend does not support op '", op_name(node->op), "'");
-  for (const auto& node : g.nodes())
-    KILN_CHECK(!node->has_string_values(), "compile_cuda: ", node->describe(),
-               ": string (str) tensors run only on the CPU (kiln::compile runs such nodes as host steps)");
-  for (const Value* in : g.inputs())
-    KILN_CHECK(!(in->type.is_tensor() && in->type.dtype == DType::Str), "compile_cuda: input '", in->name,
-               "' has dtype str; string tensors run only on the CPU (kiln::compile)");
+  check_cuda_graph(g);
   CudaDevice& device = CudaDevice::get(options.device);
   device.make_current();
   // The fused attention kernel needs mma.sync on f16/bf16 and cp.async (sm_80).
@@ -70,36 +60,9 @@ std::shared_ptr<Executable> compile_cuda(const Graph& g, const CudaCompileOption
   if (fused_attention) base.keep_whole.insert(Op::Attention), base.attention_reads_views = true;
   exe->lowered = runtime::lower_for_target(*prepared, base, "kiln_cu_");
   const runtime::CompiledExecutable& low = *exe->lowered;
-  std::set<const Value*> host_values;
-  std::set<std::pair<DType, int64_t>> attention_kernels;
-  for (const runtime::Step& step : low.steps) {
-    if (!step.library) continue;
-    const Node& n = *step.node;
-    // Host steps: shape_of, and non-matmul library ops whose operands are all constants or
-    // host-step results (the shape arithmetic of symbolic dims).
-    bool on_host = n.op == Op::ShapeOf;
-    if (n.op == Op::Attention) {  // kept whole only where the fused kernel runs it
-      attention_kernels.insert(codegen::cuda::fused_attention_kernel(n));
-      continue;
-    }
-    if (!on_host && n.op != Op::MatMul) {
-      on_host = true;
-      for (const Value* v : n.inputs) {
-        const Value* root = low.schedule.buffer_of(v);
-        bool constant = root->producer && root->producer->op == Op::Constant;
-        on_host &= constant || host_values.count(root) != 0;
-      }
-    }
-    if (on_host) {
-      exe->host_steps_.insert(size_t(&step - low.steps.data()));
-      for (const Value* out : n.outputs) host_values.insert(out);
-      continue;
-    }
-    KILN_CHECK(n.op == Op::MatMul, n.describe(), ": the CUDA backend has no kernel for op '", op_name(n.op),
-               "' (library calls on CUDA: matmul; shape_of is computed on the host)");
-    KILN_CHECK(supported_matmul_dtype(n.outputs[0]->type.dtype), n.describe(), ": CUDA matmul supports f32, f16 and bf16, not ",
-               dtype_name(n.outputs[0]->type.dtype));
-  }
+  StepPlacement placement = place_library_steps(low);
+  exe->host_steps_ = placement.host_steps;
+  const std::set<std::pair<DType, int64_t>>& attention_kernels = placement.attention_kernels;
   if (options.fuse_epilogues) {
     for (size_t i = 0; i + 1 < low.steps.size(); ++i) {
       if (!low.steps[i].library || low.steps[i].node->op != Op::MatMul) continue;

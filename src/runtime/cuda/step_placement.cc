@@ -1,0 +1,61 @@
+// compile_cuda's placement of library steps (see step_placement.h).
+#include "runtime/cuda/step_placement.h"
+
+#include "codegen/cuda/prepare_graph.h"
+#include "kiln/error.h"
+
+namespace kiln::cuda {
+
+namespace {
+bool supported_matmul_dtype(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+}  // namespace
+
+void check_cuda_graph(const Graph& g) {
+  for (const auto& node : g.nodes())
+    KILN_CHECK(!node->info().has(kSubgraph) && !node->info().has(kContainer), "compile_cuda: ", node->describe(),
+               ": control flow (if/loop/scan) and sequence/optional ops run only on the CPU (kiln::compile runs ",
+               "them as host steps); the CUDA backend does not support op '", op_name(node->op), "'");
+  for (const auto& node : g.nodes())
+    KILN_CHECK(!node->has_string_values(), "compile_cuda: ", node->describe(),
+               ": string (str) tensors run only on the CPU (kiln::compile runs such nodes as host steps)");
+  for (const Value* in : g.inputs())
+    KILN_CHECK(!(in->type.is_tensor() && in->type.dtype == DType::Str), "compile_cuda: input '", in->name,
+               "' has dtype str; string tensors run only on the CPU (kiln::compile)");
+}
+
+StepPlacement place_library_steps(const runtime::CompiledExecutable& low) {
+  StepPlacement out;
+  std::set<const Value*> host_values;
+  for (const runtime::Step& step : low.steps) {
+    if (!step.library) continue;
+    const Node& n = *step.node;
+    // Host steps: shape_of, and non-matmul library ops whose operands are all constants or
+    // host-step results (the shape arithmetic of symbolic dims).
+    bool on_host = n.op == Op::ShapeOf;
+    if (n.op == Op::Attention) {  // kept whole only where the fused kernel runs it
+      out.attention_kernels.insert(codegen::cuda::fused_attention_kernel(n));
+      continue;
+    }
+    if (!on_host && n.op != Op::MatMul) {
+      on_host = true;
+      for (const Value* v : n.inputs) {
+        const Value* root = low.schedule.buffer_of(v);
+        bool constant = root->producer && root->producer->op == Op::Constant;
+        on_host &= constant || host_values.count(root) != 0;
+      }
+    }
+    if (on_host) {
+      out.host_steps.insert(size_t(&step - low.steps.data()));
+      for (const Value* result : n.outputs) host_values.insert(result);
+      continue;
+    }
+    KILN_CHECK(n.op == Op::MatMul, n.describe(), ": the CUDA backend has no kernel for op '", op_name(n.op),
+               "' (library calls on CUDA: matmul; shape_of is computed on the host; `kiln ops --target cuda` ",
+               "lists every op's support)");
+    KILN_CHECK(supported_matmul_dtype(n.outputs[0]->type.dtype), n.describe(),
+               ": CUDA matmul supports f32, f16 and bf16, not ", dtype_name(n.outputs[0]->type.dtype));
+  }
+  return out;
+}
+
+}  // namespace kiln::cuda

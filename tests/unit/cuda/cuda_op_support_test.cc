@@ -1,0 +1,78 @@
+// The CUDA op table (src/runtime/op_support_cuda.def) against what compile_cuda accepts, on every
+// op sample, without a GPU: the target's optimizer pipeline, the CUDA graph preparation, the
+// shared lowering and compile_cuda's step placement (runtime/cuda/step_placement.h). Why: the
+// table is what `kiln ops` and docs/ops-support.md tell users; it must not claim a CUDA path that
+// fails, nor miss one that runs.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <string>
+
+#include "codegen/cuda/prepare_graph.h"
+#include "common/op_samples.h"
+#include "kiln/error.h"
+#include "kiln/target.h"
+#include "runtime/cuda/elementwise_chain.h"
+#include "runtime/cuda/step_placement.h"
+
+namespace kiln::testing {
+namespace {
+
+// Empty when compile_cuda would take the sample (up to the device itself); else its error.
+std::string cuda_refusal(const OpSample& s) {
+  try {
+    std::unique_ptr<Graph> g = build_sample_graph(s);
+    optimize(*g, cuda_target()->optimize_options());
+    cuda::check_cuda_graph(*g);
+    codegen::cuda::prepare_graph_for_cuda(*g, /*fused_attention=*/true);
+    CompileOptions o;
+    o.keep_whole.insert(Op::Attention);
+    o.attention_reads_views = true;
+    auto low = runtime::lower_for_target(*g, o, "kiln_t_");
+    cuda::place_library_steps(*low);
+    return "";
+  } catch (const Error& e) {
+    return e.what();
+  }
+}
+
+TEST(CudaOpSupport, RowsMatchWhatCompileCudaAccepts) {
+  std::map<Op, std::string> runs, refused;  // op -> sample labels
+  std::map<Op, std::string> why;
+  for (const OpSample& s : op_samples()) {
+    std::string r = cuda_refusal(s);
+    (r.empty() ? runs : refused)[s.op] += " " + s.label;
+    if (!r.empty()) why[s.op] = r;
+  }
+  for (int i = 0; i < kNumOps; ++i) {
+    const Op op = Op(i);
+    if (!runs.count(op) && !refused.count(op)) continue;  // no samples (the sample sweep checks coverage)
+    const OpSupport& row = op_support(TargetKind::Cuda, op);
+    if (row.decision == OpDecision::Unsupported) {
+      EXPECT_FALSE(runs.count(op)) << "op '" << op_name(op) << "' is unsupported in src/runtime/op_support_cuda.def, "
+                                   << "but compile_cuda takes these samples:" << runs[op] << " (update the row)";
+    } else {
+      EXPECT_TRUE(runs.count(op)) << "op '" << op_name(op) << "' is '" << op_decision_name(row.decision)
+                                  << "' in src/runtime/op_support_cuda.def, but compile_cuda refuses every sample:"
+                                  << refused[op] << "\n  " << why[op];
+    }
+  }
+}
+
+// The gap meter's hand-templated chain kernels (elementwise_chain.h) keep a list of their own: each
+// must be an elementwise op of the table that the CUDA target generates kernels for.
+TEST(CudaOpSupport, ChainOpsAreElementwiseKernelsOfTheTable) {
+#define KILN_X(e, name, scalar, expr)                                                                  \
+  {                                                                                                    \
+    std::optional<Op> op = op_from_name(name);                                                         \
+    ASSERT_TRUE(op.has_value()) << "chain op '" << name << "' is not in ops.def";                     \
+    EXPECT_TRUE(op_info(*op).has(kElementwise)) << name;                                               \
+    EXPECT_EQ(op_support(TargetKind::Cuda, *op).decision, OpDecision::Kernel) << name;                 \
+  }
+  KILN_CHAIN_OPS(KILN_X)
+#undef KILN_X
+}
+
+}  // namespace
+}  // namespace kiln::testing
