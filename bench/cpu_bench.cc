@@ -31,6 +31,7 @@
 #include "kiln/onnx.h"
 #include "kiln/passes.h"
 #include "kiln/trace.h"
+#include "kiln/target.h"
 
 extern "C" char* openblas_get_corename(void);
 
@@ -265,10 +266,9 @@ int main(int argc, char** argv) {
     std::filesystem::remove_all(cold_dir);
     // Compile time includes kiln::optimize for traced and imported graphs.
     auto compile_it = [&] {
-      if (!w.optimize) return compile(*w.graph, opt);
-      std::unique_ptr<Graph> g = w.graph->clone();
-      optimize(*g);
-      return compile(*g, opt);
+      CompileForOptions how;
+      how.optimize = w.optimize;
+      return compile_for(*w.graph, cpu_target(), opt, how);
     };
     auto t0 = Clock::now();
     auto exe = compile_it();

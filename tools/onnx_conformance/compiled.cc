@@ -24,6 +24,7 @@
 #include "kiln/interp.h"
 #include "kiln/onnx.h"
 #include "kiln/passes.h"
+#include "kiln/target.h"
 
 namespace fs = std::filesystem;
 using namespace kiln;
@@ -84,7 +85,7 @@ void run_batch(const std::vector<fs::path>& dirs, std::ostream& out) {
       continue;
     }
     try {
-      for (auto& ds : it.sets) optimize(*ds.graph);
+      for (auto& ds : it.sets) optimize(*ds.graph, cpu_target().optimize_options());  // the CPU target's pipeline
     } catch (const std::exception& e) {
       emit(out, dir, "fail", std::string("optimize: ") + e.what());
       continue;
