@@ -21,6 +21,11 @@ double millis(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
+// Control flow, containers and nodes on strings run in the interpreter (docs/compiler.md).
+bool is_host_step(const Node& n) {
+  return n.info().has(kSubgraph) || n.info().has(kContainer) || n.has_string_values();
+}
+
 bool can_generate(const Node& n) {
   if (n.has_string_values()) return false;  // a host step (executable.cc): kernels never see strings
   if (n.info().has(kElementwise)) return codegen::can_emit_elementwise(n);
@@ -142,6 +147,7 @@ std::shared_ptr<runtime::CompiledExecutable> lower_graph(const Graph& input, con
     if (grp.library) {
       step.library = true;
       step.node = grp.nodes[0];
+      step.host = is_host_step(*step.node);
       ++exe->stats_.library_calls;
     } else {
       ctx.kernel_name = str(kernel_prefix, "k", exe->kernels.size());
@@ -265,8 +271,8 @@ std::vector<std::shared_ptr<Executable>> finish(std::vector<std::shared_ptr<runt
     exe->stats_ = stats;
     exe->stats_.kernels_generated = generated;
     exe->stats_.library_calls = library;
-    for (auto& step : exe->steps)
-      if (!step.library) step.fn = so->kernel(exe->kernels[size_t(step.kernel)].kernel.name);
+    exe->kernel_fns.clear();
+    for (const auto& lk : exe->kernels) exe->kernel_fns.push_back(so->kernel(lk.kernel.name));
     out.push_back(exe);
   }
   return out;

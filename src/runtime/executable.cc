@@ -30,11 +30,6 @@ int64_t value_bytes(const Value* v, const std::map<std::string, int64_t>& b) {
   return v->type.numel().evaluate(b) * dtype_size(v->type.dtype);
 }
 
-// Control flow, containers and nodes on strings run in the interpreter (docs/compiler.md).
-bool is_host_step(const Node& n) {
-  return n.info().has(kSubgraph) || n.info().has(kContainer) || n.has_string_values();
-}
-
 void check_guards(const Graph& g, const std::map<std::string, int64_t>& b) {
   for (const ShapeGuard& guard : g.guards()) {
     int64_t lhs = guard.lhs.evaluate(b), rhs = guard.rhs.evaluate(b);
@@ -132,7 +127,7 @@ std::vector<HostTensor> CompiledExecutable::run(const std::vector<HostTensor>& i
       try {
         // Control flow and containers are host steps: the node runs in the interpreter with its own
         // (possibly symbolic) types, so its sub-graphs see the types they were built for.
-        if (is_host_step(*step.node)) produced = interp::run_node(*step.node, in, bindings);
+        if (step.host) produced = interp::run_node(*step.node, in, bindings);
         else produced = eager::run_op(step.node->op, eager::bind_shape_attrs(step.node->attrs, bindings), in);
       } catch (const Error& e) {
         throw Error(str(step.node->describe(), ": ", e.what()));
@@ -150,7 +145,7 @@ std::vector<HostTensor> CompiledExecutable::run(const std::vector<HostTensor>& i
         rec.bytes_written += int64_t(produced[i].nbytes());
       }
       for (const HostTensor& t : in) rec.bytes_read += int64_t(t.nbytes());
-      if (sb && !is_host_step(*step.node)) rec.flops = eager::detail::estimate_flops(step.node->op, eager::bind_shape_attrs(step.node->attrs, bindings), in, produced);
+      if (sb && !step.host) rec.flops = eager::detail::estimate_flops(step.node->op, eager::bind_shape_attrs(step.node->attrs, bindings), in, produced);
     } else {
       const lower::LoweredKernel& lk = kernels[size_t(step.kernel)];
       ptrs.clear();
@@ -161,7 +156,7 @@ std::vector<HostTensor> CompiledExecutable::run(const std::vector<HostTensor>& i
       }
       int status = 0;
       const Clock::time_point t0 = Clock::now();
-      step.fn(ptrs.data(), syms.data(), nthreads, &status);
+      kernel_fns[size_t(step.kernel)](ptrs.data(), syms.data(), nthreads, &status);
       rec.time_us = micros(t0, Clock::now());
       rec.flops = double(lk.kernel.iterations.evaluate(kernel_bindings)) * lk.kernel.ops_per_point;
       if (status != 0) {

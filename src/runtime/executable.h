@@ -15,43 +15,26 @@
 #include "lower/fusion.h"
 #include "lower/lower_group.h"
 #include "lower/memory_plan.h"
+#include "lower/program.h"
 
 namespace kiln::runtime {
 
-struct BufferSlot {
-  enum Kind { kInput, kConstant, kOutput, kHeld, kArena } kind = kHeld;
-  int index = 0;  // input index, output index, or arena request index
-};
+// The program-level IR's types (lower/program.h), under the names the runtime has always used.
+using BufferSlot = lower::BufferSlot;
+using Step = lower::ProgramStep;
 
-struct Step {
-  bool library = false;
-  const Node* node = nullptr;  // library
-  int kernel = -1;             // index into kernels
-  codegen::cpu::KernelFn fn = nullptr;
-  std::string name;
-  std::vector<std::string> source_ops;
-};
-
-class CompiledExecutable : public Executable {
+// The CPU Executable is its Program (the steps and slots) plus the loaded kernels that run it.
+class CompiledExecutable : public Executable, public lower::Program {
  public:
   std::vector<HostTensor> run(const std::vector<HostTensor>& inputs, Scoreboard* sb) override;
   std::string explain() const override;
   const CompileStats& stats() const override { return stats_; }
   const std::string& source() const override { return source_; }
 
-  // Filled by the compile driver (src/runtime/compile.cc).
-  std::unique_ptr<Graph> graph;
+  // Filled by the compile driver (src/runtime/compile.cc); the Program's fields by lower_for_target.
   CompileOptions options;
-  lower::Schedule schedule;
-  std::vector<lower::LoweredKernel> kernels;
-  std::vector<Step> steps;
-  std::map<const Value*, BufferSlot> slots;
-  std::vector<const Value*> arena_values;  // arena request i holds arena_values[i]
-  std::vector<std::pair<int, int>> arena_lifetimes;
-  std::vector<int> arena_in_place_of;  // per arena request: the request it overwrites, or -1
-  std::vector<std::string> symbols;
+  std::vector<codegen::cpu::KernelFn> kernel_fns;  // per Program::kernels entry, once loaded
   std::shared_ptr<codegen::cpu::SharedObject> shared_object;
-  std::vector<std::string> decomposition_notes;
   std::string compiler_command;
   CompileStats stats_;
   std::string source_;

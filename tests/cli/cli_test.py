@@ -219,8 +219,12 @@ def test_gap():
 
 def check_dump(d):
     for f in ["00-input.kir", "graph.dot", "optimized.kir", "lowered.kir", "loop_ir.txt", "kernels.cc", "kernels.cu",
-              "explain.txt", "fused.dot", "passes.txt"]:
+              "explain.txt", "fused.dot", "passes.txt", "program.txt", "program-cuda.txt"]:
         expect(os.path.getsize(os.path.join(d, f)) > 0, f"dump: {f} empty")
+    for f in ["program.txt", "program-cuda.txt"]:  # the program-level IR: steps over planned buffers
+        prog = open(os.path.join(d, f)).read()
+        expect(prog.startswith("program ") and "\nsteps:\n" in prog and re.search(r"\n  0  (kernel|library|host) ", prog),
+               f"dump: {f} is not a program listing: {prog[:300]}")
     expect(any(n.endswith(".kir") for n in os.listdir(os.path.join(d, "passes"))), "no per-pass IR")
     dot = open(os.path.join(d, "fused.dot")).read()
     expect(dot.startswith("digraph") and "cluster_g0" in dot and "fillcolor" in dot, "fused.dot has no groups")

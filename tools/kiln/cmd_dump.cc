@@ -17,6 +17,7 @@
 #include "codegen/cuda/attention_kernel.h"
 #include "codegen/cuda/cuda_emitter.h"
 #include "codegen/cuda/prepare_graph.h"
+#include "codegen/cuda/step_placement.h"
 #include "kiln/cuda.h"
 #include "kiln/target.h"
 #include "runtime/executable.h"
@@ -76,6 +77,7 @@ Command add_dump_command(CLI::App& parent) {
                    std::string loop_ir;
                    for (const auto& k : ce.kernels) loop_ir += lower::print_kernel(k.kernel) + "\n";
                    write(dir / "loop_ir.txt", loop_ir);
+                   write(dir / "program.txt", lower::print_program(ce));
                    write(dir / "kernels.cc", exe->source());
                    // The CUDA target's kernels (its own lowering: the CPU keeps values in output rows
                    // between passes, the GPU stages rows in shared memory), from the graph optimised
@@ -89,10 +91,12 @@ Command add_dump_command(CLI::App& parent) {
                    gpu_copts.keep_whole.insert(Op::Attention);
                    gpu_copts.attention_reads_views = true;
                    const auto gpu_lowered = runtime::lower_for_target(*gpu_graph, gpu_copts, "kiln_");
-                   std::set<std::pair<DType, int64_t>> attention;
-                   for (const runtime::Step& step : gpu_lowered->steps)
-                     if (step.library && step.node->op == Op::Attention)
-                       attention.insert(codegen::cuda::fused_attention_kernel(*step.node));
+                   // Where compile_cuda runs each library step (host, cuBLASLt, the fused attention
+                   // kernel); a graph the GPU cannot run fails here, naming the node, as on a GPU.
+                   const codegen::cuda::StepPlacement placement = codegen::cuda::place_library_steps(*gpu_lowered);
+                   for (size_t i : placement.host_steps) gpu_lowered->steps[i].host = true;
+                   write(dir / "program-cuda.txt", lower::print_program(*gpu_lowered));
+                   const std::set<std::pair<DType, int64_t>>& attention = placement.attention_kernels;
                    codegen::cuda::CudaEmitOptions emit;
                    if (o->sm90) {
                      emit.registers.max_cluster = 16, emit.shared_budget_bytes = 227 * 1024 - 1024;
@@ -114,7 +118,9 @@ Command add_dump_command(CLI::App& parent) {
                              << "  passes.txt, optimized.kir     pass statistics and the optimised graph\n"
                              << "  lowered.kir                   after decomposition for fusion\n"
                              << "  fused.dot                     the graph with one colour per kernel (dot -Tsvg)\n"
+                             << "  program.txt                   the program: steps (kernels, library calls, host steps) over planned buffers\n"
                              << "  loop_ir.txt, kernels.cc       Loop IR and the generated C++\n"
+                             << "  program-cuda.txt              the same program as compile_cuda runs it\n"
                              << "  kernels.cu                    the kernels as the CUDA target writes them\n"
                              << "  explain.txt                   fusion decisions, memory plan, compiler command\n";
                    return 0;

@@ -8,12 +8,12 @@
 #include <set>
 
 #include "codegen/cuda/prepare_graph.h"
+#include "codegen/cuda/step_placement.h"
 #include "kiln/error.h"
 #include "runtime/compile_cache.h"
 #include "runtime/cuda/cuda_device.h"
 #include "runtime/cuda/cuda_executable_internal.h"
 #include "runtime/cuda/nvrtc_compiler.h"
-#include "runtime/cuda/step_placement.h"
 
 namespace kiln {
 
@@ -49,7 +49,7 @@ std::shared_ptr<Executable> compile_cuda(const Graph& g, const CudaCompileOption
   const Clock::time_point t0 = Clock::now();
   auto exe = std::make_shared<CudaExecutable>();
   exe->options = options;
-  check_cuda_graph(g);
+  codegen::cuda::check_cuda_graph(g);
   CudaDevice& device = CudaDevice::get(options.device);
   device.make_current();
   // The fused attention kernel needs mma.sync on f16/bf16 and cp.async (sm_80).
@@ -60,8 +60,9 @@ std::shared_ptr<Executable> compile_cuda(const Graph& g, const CudaCompileOption
   if (fused_attention) base.keep_whole.insert(Op::Attention), base.attention_reads_views = true;
   exe->lowered = runtime::lower_for_target(*prepared, base, "kiln_cu_");
   const runtime::CompiledExecutable& low = *exe->lowered;
-  StepPlacement placement = place_library_steps(low);
+  const codegen::cuda::StepPlacement placement = codegen::cuda::place_library_steps(low);
   exe->host_steps_ = placement.host_steps;
+  for (size_t i : placement.host_steps) exe->lowered->steps[i].host = true;
   const std::set<std::pair<DType, int64_t>>& attention_kernels = placement.attention_kernels;
   if (options.fuse_epilogues) {
     for (size_t i = 0; i + 1 < low.steps.size(); ++i) {

@@ -1,7 +1,7 @@
 // Where each step of a lowered graph runs on the GPU: generated kernels on the device, matmuls on
 // cuBLASLt, attention kept whole on the fused kernel, shape arithmetic on the host; anything else
-// is an error naming the node. Why: compile_cuda's rule, kept pure (no device needed), so the
-// CUDA op table (src/runtime/op_support_cuda.def) is checked against it on machines without a GPU.
+// is an error naming the node. Why: compile_cuda's rule, kept pure (no device needed, built in every build), so
+// `kiln dump` prints the CUDA program and the CUDA op table (src/runtime/op_support_cuda.def) is checked against it on machines without a GPU.
 #pragma once
 
 #include <cstdint>
@@ -9,22 +9,22 @@
 #include <utility>
 
 #include "kiln/graph.h"
-#include "runtime/executable.h"
+#include "lower/program.h"
 
-namespace kiln::cuda {
+namespace kiln::codegen::cuda {
 
 // Throws kiln::Error for what the CUDA backend never runs: control flow, sequences, optionals and
 // string tensors (kiln::compile runs those as host steps on the CPU).
 void check_cuda_graph(const Graph& g);
 
 struct StepPlacement {
-  std::set<size_t> host_steps;                              // indices into low.steps
+  std::set<size_t> host_steps;                              // indices into Program::steps
   std::set<std::pair<DType, int64_t>> attention_kernels;    // fused attention kernels to build
 };
 
 // The library steps of `low`: shape_of and steps whose operands are all constants or host-step
 // results run on the host; matmul (f32, f16, bf16) on cuBLASLt; attention (kept whole only where
 // the fused kernel runs it) on that kernel. Throws kiln::Error naming the node for any other.
-StepPlacement place_library_steps(const runtime::CompiledExecutable& low);
+StepPlacement place_library_steps(const lower::Program& low);
 
-}  // namespace kiln::cuda
+}  // namespace kiln::codegen::cuda

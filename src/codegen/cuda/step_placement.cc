@@ -1,10 +1,10 @@
 // compile_cuda's placement of library steps (see step_placement.h).
-#include "runtime/cuda/step_placement.h"
+#include "codegen/cuda/step_placement.h"
 
 #include "codegen/cuda/prepare_graph.h"
 #include "kiln/error.h"
 
-namespace kiln::cuda {
+namespace kiln::codegen::cuda {
 
 namespace {
 bool supported_matmul_dtype(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
@@ -23,17 +23,17 @@ void check_cuda_graph(const Graph& g) {
                "' has dtype str; string tensors run only on the CPU (kiln::compile)");
 }
 
-StepPlacement place_library_steps(const runtime::CompiledExecutable& low) {
+StepPlacement place_library_steps(const lower::Program& low) {
   StepPlacement out;
   std::set<const Value*> host_values;
-  for (const runtime::Step& step : low.steps) {
+  for (const lower::ProgramStep& step : low.steps) {
     if (!step.library) continue;
     const Node& n = *step.node;
     // Host steps: shape_of, and non-matmul library ops whose operands are all constants or
     // host-step results (the shape arithmetic of symbolic dims).
     bool on_host = n.op == Op::ShapeOf;
     if (n.op == Op::Attention) {  // kept whole only where the fused kernel runs it
-      out.attention_kernels.insert(codegen::cuda::fused_attention_kernel(n));
+      out.attention_kernels.insert(fused_attention_kernel(n));
       continue;
     }
     if (!on_host && n.op != Op::MatMul) {
@@ -58,4 +58,4 @@ StepPlacement place_library_steps(const runtime::CompiledExecutable& low) {
   return out;
 }
 
-}  // namespace kiln::cuda
+}  // namespace kiln::codegen::cuda
