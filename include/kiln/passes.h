@@ -2,6 +2,7 @@
 // "make this graph cheaper without changing what it computes" without knowing the pass list.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -23,8 +24,21 @@ struct TargetCaps {
   bool is_native(Op op) const { return native_ops.count(op) != 0; }
 };
 
+// A rewrite that belongs to one target (the CUDA target's graph preparation: split into slices,
+// attention its kernel cannot run decomposed). Why: it runs inside the pass manager, as the last
+// stage of that target's pipeline, with the same verification, timing, --print-after-all and dumps
+// as every other pass, instead of beside it.
+struct TargetPass {
+  std::string name;    // "cuda-prepare-graph"
+  std::string reason;  // why the target needs it
+  std::function<bool(Graph&)> run;  // returns whether the graph changed
+};
+
 struct OptimizeOptions {
   TargetCaps target = TargetCaps::primitives_only();
+  // The target's own passes (kiln::Target::optimize_options fills them), run after the default
+  // pipeline as stage "target", each followed by dce.
+  std::vector<TargetPass> target_passes;
   // Permits rewrites that are not exact in IEEE arithmetic (x + 0 -> x, reassociation of
   // constants, x - x -> 0). Off by default: results must match the interpreter bit for bit.
   bool fast_math = false;

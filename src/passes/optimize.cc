@@ -52,7 +52,15 @@ PassStats optimize(Graph& g, const OptimizeOptions& options) {
   passes::PassManager manager(options);
   if (!options.pass_list.empty())
     return manager.run(g, passes::pipeline_from_list(options.pass_list));
-  return manager.run(g, passes::default_pipeline());
+  if (options.target_passes.empty()) return manager.run(g, passes::default_pipeline());
+  passes::Pipeline pipeline = passes::default_pipeline();
+  passes::PipelineStage target{"target", "last: the target's own rewrites see the optimised graph", {}, false, 1};
+  for (const TargetPass& p : options.target_passes) {
+    target.passes.push_back({p.name, p.reason});
+    target.passes.push_back({"dce", "collects what the target pass replaced"});
+  }
+  pipeline.push_back(std::move(target));
+  return manager.run(g, pipeline);
 }
 
 }  // namespace kiln

@@ -24,5 +24,7 @@ class Pass {
 // Creates the pass registered under `name` in passes.def, configured by `options`; null when no
 // pass has that name.
 std::unique_ptr<Pass> create_pass(std::string_view name, const OptimizeOptions& options);
+// The pass of options.target_passes named `name`, wrapped as a Pass; null when there is none.
+std::unique_ptr<Pass> target_pass(std::string_view name, const OptimizeOptions& options);
 
 }  // namespace kiln::passes

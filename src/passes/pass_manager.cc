@@ -49,6 +49,7 @@ void PassManager::dump(const Graph& g, const std::string& label) {
 bool PassManager::run_one(Graph& g, const std::string& stage, const std::string& pass_name,
                           PassStats& stats) {
   std::unique_ptr<Pass> pass = create_pass(pass_name, options_);
+  if (!pass) pass = target_pass(pass_name, options_);
   KILN_CHECK(pass != nullptr, "unknown pass '", pass_name, "' in stage '", stage, "'");
   PassRun record;
   record.pass = pass_name;

@@ -18,6 +18,24 @@ std::unique_ptr<Pass> create_pass(std::string_view name, const OptimizeOptions& 
   return nullptr;
 }
 
+namespace {
+class TargetPassAdapter final : public Pass {
+ public:
+  explicit TargetPassAdapter(TargetPass p) : p_(std::move(p)) {}
+  std::string_view name() const override { return p_.name; }
+  bool run(Graph& g) override { return p_.run(g); }
+
+ private:
+  TargetPass p_;
+};
+}  // namespace
+
+std::unique_ptr<Pass> target_pass(std::string_view name, const OptimizeOptions& options) {
+  for (const TargetPass& p : options.target_passes)
+    if (p.name == name) return std::make_unique<TargetPassAdapter>(p);
+  return nullptr;
+}
+
 }  // namespace kiln::passes
 
 namespace kiln {

@@ -5,6 +5,7 @@
 #include <map>
 #include <mutex>
 
+#include "codegen/cuda/prepare_graph.h"
 #include "kiln/error.h"
 #include "kiln/target.h"
 
@@ -23,6 +24,11 @@ class CudaTarget final : public Target {
   OptimizeOptions optimize_options() const override {
     OptimizeOptions o = Target::optimize_options();
     if (!options_.fused_attention) o.target.native_ops.erase(Op::Attention);
+    const bool fused_attention = options_.fused_attention;
+    o.target_passes.push_back({"cuda-prepare-graph",
+                               "split into slices (views), attention the fused kernel cannot run into primitives, "
+                               "attention read through a heads-merging permute written in that layout",
+                               [fused_attention](Graph& g) { return codegen::cuda::prepare_graph_for_cuda(g, fused_attention); }});
     return o;
   }
 

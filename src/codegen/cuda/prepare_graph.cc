@@ -31,7 +31,7 @@ namespace {
 // Fused attention read only by permute [0, 2, 1, 3] (the heads merged back: [B, H, T, D] ->
 // [B, T, H, D]) becomes attention with heads_last, which the kernel writes in that layout itself:
 // the permute's copy goes, and a reshape to [B, T, H*D] after it is an alias.
-void write_heads_last(Graph& g) {
+bool write_heads_last(Graph& g) {
   std::vector<std::pair<Node*, Node*>> pairs;  // (attention, permute)
   for (Node* n : g.node_list()) {
     if (n->op != Op::Attention || !fused_attention_supports(*n) || n->attrs.get_int("heads_last") != 0) continue;
@@ -50,13 +50,15 @@ void write_heads_last(Graph& g) {
     g.erase_node(p);
     g.erase_node(n);
   }
+  return !pairs.empty();
 }
 
 }  // namespace
 
 // split -> one static slice per piece: slices are views the kernels read through, so the pieces
 // are never copied (the GPU has no library kernel for split).
-void prepare_graph_for_cuda(Graph& g, bool fused_attention) {
+bool prepare_graph_for_cuda(Graph& g, bool fused_attention) {
+  bool changed = false;
   for (Node* n : g.node_list()) {
     // Attention the fused kernel cannot run becomes primitives here; the rest stays whole
     // (compile_cuda keeps it out of the generic decomposition).
@@ -66,9 +68,11 @@ void prepare_graph_for_cuda(Graph& g, bool fused_attention) {
       for (size_t i = 0; i < parts.size(); ++i) g.replace_all_uses(n->outputs[i], parts[i]);
       g.set_insertion_point(nullptr);
       g.erase_node(n);
+      changed = true;
       continue;
     }
     if (n->op != Op::Split) continue;
+    changed = true;
     int64_t rank = n->inputs[0]->type.rank();
     int64_t axis = n->attrs.get_int("axis");
     if (axis < 0) axis += rank;
@@ -85,7 +89,8 @@ void prepare_graph_for_cuda(Graph& g, bool fused_attention) {
     g.set_insertion_point(nullptr);
     g.erase_node(n);
   }
-  if (fused_attention) write_heads_last(g);
+  if (fused_attention) changed |= write_heads_last(g);
+  return changed;
 }
 
 }  // namespace kiln::codegen::cuda

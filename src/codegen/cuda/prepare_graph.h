@@ -21,7 +21,9 @@ std::pair<DType, int64_t> fused_attention_kernel(const Node& n);
 // split -> slices (views); attention the fused kernel cannot run (all of it without
 // `fused_attention`) -> primitives; fused attention whose only reader permutes its heads after the
 // rows -> attention with heads_last (the kernel writes [B, T, H, D]). Lower the result with
-// Op::Attention in CompileOptions::keep_whole, so the attention left stays whole.
-void prepare_graph_for_cuda(Graph& g, bool fused_attention = false);
+// Op::Attention in CompileOptions::keep_whole, so the attention left stays whole. Returns whether
+// the graph changed. The CUDA target's pipeline runs it as pass "cuda-prepare-graph"; compile_cuda
+// runs it again for callers that did not optimise first (then it changes nothing).
+bool prepare_graph_for_cuda(Graph& g, bool fused_attention = false);
 
 }  // namespace kiln::codegen::cuda
