@@ -16,6 +16,7 @@
 #include "kiln/graph.h"
 #include "kiln/passes.h"
 #include "kiln/scoreboard.h"
+#include "kiln/trace.h"
 
 namespace kiln {
 
@@ -95,5 +96,10 @@ struct CompileForOptions {
 // Shared, like kiln::compile's product (executables compiled in one batch share a shared object).
 std::shared_ptr<Executable> compile_for(const Graph& g, const Target& target, const CompileOptions& options = {},
                                         const CompileForOptions& how = {});
+
+// An executor for kiln::trace (TraceOptions::executor) that compiles each new trace for `target`
+// through compile_for (its optimizer pipeline included) and runs the Executable on every call;
+// its name() is "compiled (<target>)". `target` must outlive the traced function.
+ExecutorFactory target_executor(const Target& target, const CompileOptions& options = {});
 
 }  // namespace kiln

@@ -3,6 +3,7 @@
 // sizes and across a symbolic dim (one compile serves both sizes).
 #include <gtest/gtest.h>
 
+#include "kiln/target.h"
 #include "kiln/trace.h"
 #include "unit/compile/compile_test_util.h"
 
@@ -32,6 +33,27 @@ TEST(TracedCompile, CompiledExecutorMatchesEagerAcrossASymbolicDim) {
   }
   EXPECT_EQ(f.num_traces(), 1);
   EXPECT_EQ(made, 1) << "one trace, one compile";
+}
+
+// The same through the CPU target: the optimizer's pipeline runs before the compile.
+TEST(TracedCompile, TargetExecutorOptimisesAndCompilesEachTraceForItsTarget) {
+  TraceOptions options;
+  options.name = "head";
+  options.dynamic_dims = {{0, 0, "B"}};
+  ExecutorFactory compiled = target_executor(cpu_target(), test_options());
+  std::string name;
+  options.executor = [&](const Graph& g) {
+    auto e = compiled(g);
+    name = e->name();
+    return e;
+  };
+  HostTensor a = HostTensor::random(DType::F32, {3, 17}, 61), b = HostTensor::random(DType::F32, {7, 17}, 62);
+  TracedFunction f = trace(head, Tensor::from_host(a), options);
+  for (const HostTensor& in : {a, b})
+    EXPECT_EQ(compare_tensors(f(Tensor::from_host(in)).host(), head(Tensor::from_host(in)).host()), "")
+        << dims_to_string(in.shape());
+  EXPECT_EQ(name, "compiled (cpu)");
+  EXPECT_EQ(f.num_traces(), 1);
 }
 
 }  // namespace
