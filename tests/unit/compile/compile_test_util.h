@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <string>
@@ -37,12 +38,26 @@ inline double tolerance(DType d) {
   }
 }
 
-// Empty when equal within tolerance; else a message naming the first bad element.
+// Empty when equal within tolerance; else a message naming the first bad element. Integers and
+// bools exactly; NaN where the reference has NaN and infinities with their sign; other floats within
+// |got - want| <= tol * |want| + tol * max|want| — the absolute floor scales with the output's
+// magnitude, so an all-zeros softmax over a wide row (every element far below 1) fails, where a
+// floor of `tol` alone would pass it.
 inline std::string compare_tensors(const HostTensor& got, const HostTensor& want) {
   if (got.dtype() != want.dtype()) return str("dtype ", dtype_name(got.dtype()), " vs ", dtype_name(want.dtype()));
   if (got.shape() != want.shape()) return str("shape ", dims_to_string(got.shape()), " vs ", dims_to_string(want.shape()));
-  double tol = tolerance(want.dtype());
+  const double tol = tolerance(want.dtype());
+  double magnitude = 0;
+  if (is_float(want.dtype()))
+    for (int64_t i = 0; i < want.numel(); ++i)
+      if (double w = std::fabs(want.get_f64(i)); std::isfinite(w)) magnitude = std::max(magnitude, w);
+  const double floor = tol * magnitude;
   for (int64_t i = 0; i < want.numel(); ++i) {
+    if (!is_float(want.dtype())) {
+      if (got.get_i64(i) != want.get_i64(i))
+        return str("element ", i, ": got ", got.get_i64(i), ", want ", want.get_i64(i));
+      continue;
+    }
     double g = got.get_f64(i), w = want.get_f64(i);
     if (std::isnan(w) || std::isnan(g)) {
       if (std::isnan(w) != std::isnan(g)) return str("element ", i, ": got ", g, ", want ", w);
@@ -52,12 +67,9 @@ inline std::string compare_tensors(const HostTensor& got, const HostTensor& want
       if (g != w) return str("element ", i, ": got ", g, ", want ", w);
       continue;
     }
-    if (!is_float(want.dtype())) {
-      if (got.get_i64(i) != want.get_i64(i))
-        return str("element ", i, ": got ", got.get_i64(i), ", want ", want.get_i64(i));
-      continue;
-    }
-    if (std::fabs(g - w) > tol * (1 + std::fabs(w))) return str("element ", i, ": got ", g, ", want ", w);
+    if (std::fabs(g - w) > tol * std::fabs(w) + floor)
+      return str("element ", i, ": got ", g, ", want ", w, " (tolerance ", tol, " relative + ", floor,
+                 " absolute: ", tol, " x the output's largest magnitude ", magnitude, ")");
   }
   return "";
 }
