@@ -65,6 +65,13 @@ CompilerConfig default_compiler(bool march_native, const std::vector<std::string
     // streaming ones were unchanged (docs/compiler.md). A no-op on CPUs without AVX-512.
     cfg.flags.push_back("-mprefer-vector-width=512");
   }
+#ifdef KILN_JIT_SANITIZE
+  // A sanitizer build (-DKILN_SANITIZE=ON) checks the generated kernels too: an out-of-bounds
+  // access in a generated loop or undefined behaviour in a formula aborts the test that ran it,
+  // naming the kernel's source line. The flags are part of the cache key like any other.
+  for (const char* f : {"-fsanitize=address,undefined", "-fno-sanitize-recover=undefined", "-fno-omit-frame-pointer"})
+    cfg.flags.push_back(f);
+#endif
   for (const auto& f : extra_flags) cfg.flags.push_back(f);
   // The compiler's identity is asked once per compiler path.
   static std::mutex mu;
