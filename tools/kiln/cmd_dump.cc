@@ -93,11 +93,10 @@ Command add_dump_command(CLI::App& parent) {
                      if (step.library && step.node->op == Op::Attention)
                        attention.insert(codegen::cuda::fused_attention_kernel(*step.node));
                    codegen::cuda::CudaEmitOptions emit;
-                   if (o->sm90) {
-                     emit.registers.max_cluster = 16, emit.shared_budget_bytes = 227 * 1024 - 1024;
-                     emit.registers.shared_per_multiprocessor = 228 * 1024;
-                     emit.registers.shared_per_block = emit.shared_budget_bytes;
-                     emit.registers.cluster_mail = true;
+                   if (o->sm90) {  // as compile_cuda sees an H200
+                     emit.device.compute_major = 9;
+                     emit.device.shared_per_block = 227 * 1024 - 1024;
+                     emit.device.shared_per_multiprocessor = 228 * 1024;
                    }
                    for (const auto& k : gpu_lowered->kernels)
                      cuda_kernels.push_back(codegen::cuda::emit_cuda_kernel(k.kernel, emit));
