@@ -20,38 +20,12 @@ struct CudaCompileOptions {
   int block_threads = 256; // threads per block of pointwise kernels
   // Folds act(x @ w + bias) (act: relu, or gelu's tanh form) into the cuBLASLt call's epilogue.
   bool fuse_epilogues = true;
-  // Row kernels (softmax, norms, reductions) whose loops share one constant extent keep each row
-  // in registers, at most `row_max_per_thread` elements per thread and buffer and
-  // `row_max_threads` threads per block; longer rows are split
-  // over up to `row_max_cluster` blocks of a thread-block cluster (sm_90 and newer). Off: rows are
-  // staged in shared memory (docs/cuda.md).
-  bool register_rows = true;
-  int row_max_threads = 1024;
-  int row_preferred_threads = 256;  // longer rows split over a cluster of blocks this size first
-  int row_max_per_thread = 32;
-  int row_max_cluster = 16;         // over 8 uses the non-portable cluster size (H100/H200: 16)
-  bool row_prefetch = true;         // load a block's next row while it computes this one
-  bool row_fuse_reductions = true;  // softmax's and layer norm's two row reductions combined as one
-  int row_fuse_norm_max_per_thread = 16;  // layer norm's only up to this many elements a thread
-  int row_occupancy_threads = 1024;  // threads per multiprocessor register rows are sized for
-  // Row kernels split over clusters launch as many clusters as fit at once, each taking many rows
-  // (off: up to 32 rows a multiprocessor's worth of clusters, in waves).
-  bool row_persistent_clusters = true;
-  // Weights that do not stay in registers are read, and outputs written, a 16-byte chunk at a time
-  // inside the row loops (docs/cuda.md).
-  bool row_chunks = true;
-  // Rows of at least `row_bulk_min_per_thread` elements a thread keep the block's next rows in
-  // flight in a ring of up to `row_bulk_stages` shared-memory stages, filled by the copy engine
-  // (sm_90 and newer; 0 or 1 stages: off, the register prefetch instead; docs/cuda.md).
-  int row_bulk_stages = 3;
-  int row_bulk_min_per_thread = 32;
-  // Fused row reductions across a cluster exchange partials by mail (st.async + mbarrier) instead
-  // of a cluster barrier a row.
-  bool row_cluster_mail = true;
-  // Split over a cluster, weights read a chunk at a time come from a copy in shared memory.
-  bool row_weights_in_shared = true;
-  // 32-bit registers a thread may spend on row arrays, kept values and weights (row_staging.h).
-  int row_register_words = 48;
+  // Row kernels (softmax, norms, reductions) take the form the selector picks by shape and device:
+  // rows in registers, split over a thread-block cluster where long (sm_90), through a bulk-copy
+  // ring, or staged in shared memory (docs/cuda.md, "Row forms"). For experiments, the name of one
+  // form ("bulk_rows", "cluster_mail", "register_rows", "staged_rows") forces it wherever it applies
+  // (staged rows elsewhere); an unknown name is an error.
+  std::string row_form;
   // Pointwise kernels take up to 16 bytes of consecutive points per thread, moving contiguous
   // buffers as vectors.
   bool vector_points = true;

@@ -98,12 +98,7 @@ Command add_dump_command(CLI::App& parent) {
                    write(dir / "program-cuda.txt", lower::print_program(*gpu_lowered));
                    const std::set<std::pair<DType, int64_t>>& attention = placement.attention_kernels;
                    codegen::cuda::CudaEmitOptions emit;
-                   if (o->sm90) {
-                     emit.registers.max_cluster = 16, emit.shared_budget_bytes = 227 * 1024 - 1024;
-                     emit.registers.shared_per_multiprocessor = 228 * 1024;
-                     emit.registers.shared_per_block = emit.shared_budget_bytes;
-                     emit.registers.cluster_mail = true;
-                   }
+                   if (o->sm90) emit.device = codegen::cuda::RowDevice::sm90();  // as compile_cuda sees an H200
                    for (const auto& k : gpu_lowered->kernels)
                      cuda_kernels.push_back(codegen::cuda::emit_cuda_kernel(k.kernel, emit));
                    write(dir / "kernels.cu", codegen::cuda::cuda_translation_unit(cuda_kernels) +

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "codegen/cuda/row_staging.h"
+#include "codegen/cuda/rows/select_row_form.h"
 #include "lower/loop_ir.h"
 
 namespace kiln::codegen::cuda {
@@ -33,13 +33,13 @@ struct CudaKernelSource {
   // kRowBlock: the block size the kernel was written for (its loops stride by this constant, so
   // static trip counts unroll); the launcher must use exactly this many threads.
   int block_threads = 0;
-  // kRowBlock: dynamic shared memory per block for staged rows (row_staging.h); 0 when none.
+  // kRowBlock: dynamic shared memory per block (staged rows, a bulk ring, weights); 0 when none.
   int64_t shared_bytes = 0;
   int staged_buffers = 0;
   // kRowBlock with register rows split over a thread-block cluster: blocks per cluster (compiled
   // into the kernel with __cluster_dims__); the grid must be a multiple of it. 1: no cluster.
   int cluster = 1;
-  // kRowBlock with bulk rows (RowStaging::bulk_stages): each block keeps a ring of this many rows
+  // kRowBlock with bulk rows (RowPlan::bulk_stages): each block keeps a ring of this many rows
   // in flight, so the grid should hold only as many blocks as run at once (each takes many rows).
   int bulk_stages = 0;
   // kPointwise: consecutive points each thread takes (vector_points.h); the launcher sizes the grid
@@ -48,15 +48,14 @@ struct CudaKernelSource {
 };
 
 struct CudaEmitOptions {
-  // Dynamic shared memory a row-block kernel may use to keep its rows on chip. 48 KiB works on
-  // every GPU without opting in; compile_cuda passes the device's opt-in limit.
-  int64_t shared_budget_bytes = 48 * 1024;
-  // Row-block kernels whose row loops share one constant extent keep their rows in registers
-  // (row_staging.h, RowStaging::in_registers); otherwise rows are staged in shared memory.
-  bool register_rows = true;
-  RegisterRowOptions registers;
+  // The GPU row kernels are planned for: clusters, bulk copies and mail need compute_major >= 9, and
+  // shared_per_block bounds staged rows. The default is a GPU without those and the 48 KiB every
+  // kernel gets without opting in; compile_cuda passes the device's own (`kiln dump --sm90` an H200's).
+  RowDevice device;
+  // Each row form's options, and a form to force (rows/select_row_form.h).
+  RowFormOptions rows;
   // Pointwise kernels take several consecutive points a thread with vector loads and stores.
-  bool vector_points = true;  // max_cluster > 1 needs sm_90 (compile_cuda sets it from the device)
+  bool vector_points = true;
 };
 
 // Device helpers every CUDA translation unit starts with: fixed-width integer types, the same

@@ -121,7 +121,7 @@ __device__ inline uint16_t kiln_f2b(float f) {
 #endif
 }
 __device__ inline float kiln_exp(float x) { return ::expf(x); }
-// exp for kernels whose every result is rounded to f16/bf16 (register rows, RowStaging::fast_exp):
+// exp for kernels whose every result is rounded to f16/bf16 (register rows, RowPlan::fast_exp):
 // one multiply and the hardware's ex2 (relative error ~2^-22 plus the product's rounding).
 __device__ inline float kiln_exp16(float x) {
   float r;
@@ -287,7 +287,7 @@ __device__ inline void kiln_copy_row(T* __restrict__ dst, const T* __restrict__ 
   }
 }
 
-// Register rows (row_staging.h): thread t holds elements (c * kBlock + t) * kV + j, j < kV, of its
+// Register rows (rows/register_rows.h): thread t holds elements (c * kBlock + t) * kV + j, j < kV, of its
 // block's n elements in r[c * kV + j]; each chunk of kV moves as one vector when the row is aligned
 // for it and the chunk is whole, element by element otherwise (a sliced view's rows start anywhere).
 template <int kBytes> struct kiln_vec_bytes;

@@ -7,7 +7,7 @@
 #include <map>
 #include <set>
 
-#include "codegen/cuda/row_staging.h"
+#include "codegen/cuda/rows/row_plan.h"
 
 namespace kiln::codegen::cuda {
 

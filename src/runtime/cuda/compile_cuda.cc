@@ -44,12 +44,27 @@ std::string cuda_unavailable_reason() {
   return "";
 }
 
-std::shared_ptr<Executable> compile_cuda(const Graph& g, const CudaCompileOptions& options) {
-  using namespace cuda;
+namespace cuda {
+
+codegen::cuda::CudaEmitOptions cuda_emit_options(const CudaCompileOptions& options,
+                                                 const codegen::cuda::RowFormOptions& forms,
+                                                 const codegen::cuda::RowDevice& device) {
+  codegen::cuda::CudaEmitOptions emit;
+  emit.device = device;
+  emit.rows = forms;
+  if (!options.row_form.empty()) emit.rows.form = options.row_form;
+  emit.vector_points = options.vector_points;
+  return emit;
+}
+
+std::shared_ptr<Executable> compile_cuda_with_row_forms(const Graph& g, const CudaCompileOptions& options,
+                                                        const codegen::cuda::RowFormOptions& forms) {
   const Clock::time_point t0 = Clock::now();
   auto exe = std::make_shared<CudaExecutable>();
   exe->options = options;
+  exe->row_forms = forms;
   codegen::cuda::check_cuda_graph(g);
+  codegen::cuda::check_row_form(options.row_form.empty() ? forms.form : options.row_form);
   CudaDevice& device = CudaDevice::get(options.device);
   device.make_current();
   // The fused attention kernel needs mma.sync on f16/bf16 and cp.async (sm_80).
@@ -79,29 +94,10 @@ std::shared_ptr<Executable> compile_cuda(const Graph& g, const CudaCompileOption
       }
     }
   }
-  codegen::cuda::CudaEmitOptions emit;
-  // The opt-in shared memory per block, less what the block reductions declare statically.
-  emit.shared_budget_bytes = std::max<int64_t>(0, int64_t(device.info().max_shared_per_block_optin) - 1024);
-  emit.register_rows = options.register_rows;
-  emit.vector_points = options.vector_points;
-  emit.registers.max_per_thread = std::max(1, options.row_max_per_thread);
-  emit.registers.max_threads = std::clamp(options.row_max_threads, 32, 1024);
-  emit.registers.register_words = std::max(1, options.row_register_words);
-  emit.registers.max_cluster = device.info().compute_major >= 9 ? std::clamp(options.row_max_cluster, 1, 16) : 1;
-  emit.registers.preferred_threads = std::clamp(options.row_preferred_threads, 32, 1024);
-  emit.registers.prefetch = options.row_prefetch;
-  emit.registers.fuse_reductions = options.row_fuse_reductions;
-  emit.registers.fuse_norm_max_per_thread = options.row_fuse_norm_max_per_thread;
-  emit.registers.occupancy_threads = std::clamp(options.row_occupancy_threads, 32, 2048);
-  emit.registers.chunks = options.row_chunks;
-  emit.registers.bulk_stages = options.row_bulk_stages;
-  emit.registers.bulk_min_per_thread = std::max(1, options.row_bulk_min_per_thread);
-  emit.registers.cluster_mail = options.row_cluster_mail && device.info().compute_major >= 9;
-  emit.registers.weights_in_shared = options.row_weights_in_shared;
-  if (device.info().compute_major >= 9) {  // cp.async.bulk and mbarrier transaction counts
-    emit.registers.shared_per_multiprocessor = device.info().max_shared_per_multiprocessor;
-    emit.registers.shared_per_block = emit.shared_budget_bytes;
-  }
+  const codegen::cuda::RowDevice row_device = codegen::cuda::RowDevice::from_limits(
+      device.info().compute_major, int64_t(device.info().max_shared_per_block_optin),
+      int64_t(device.info().max_shared_per_multiprocessor));
+  const codegen::cuda::CudaEmitOptions emit = cuda_emit_options(options, forms, row_device);
   for (const auto& lk : low.kernels) exe->kernel_sources.push_back(codegen::cuda::emit_cuda_kernel(lk.kernel, emit));
   exe->source_ = codegen::cuda::cuda_translation_unit(exe->kernel_sources);
   exe->source_ += codegen::cuda::fused_attention_source(attention_kernels);
@@ -157,6 +153,12 @@ std::shared_ptr<Executable> compile_cuda(const Graph& g, const CudaCompileOption
       exe->constants[n->outputs[0]] = DeviceTensor::upload(n->attrs.get_tensor("value"), *exe->stream_);
   exe->stream_->synchronize();
   return exe;
+}
+
+}  // namespace cuda
+
+std::shared_ptr<Executable> compile_cuda(const Graph& g, const CudaCompileOptions& options) {
+  return cuda::compile_cuda_with_row_forms(g, options, {});
 }
 
 }  // namespace kiln

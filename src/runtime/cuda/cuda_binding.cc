@@ -148,7 +148,7 @@ CudaExecutable::Binding& CudaExecutable::binding_for_dims(const std::map<std::st
         // to overlap and paid for every wave's start.
         const int64_t c = ks.cluster;
         int64_t rows_at_once = std::max<int64_t>(1, int64_t(sms) * 32 / c);
-        if (c > 1 && options.row_persistent_clusters) {
+        if (c > 1 && row_forms.registers.persistent_clusters) {
           const int resident = max_active_clusters(plan.fn, ks.block_threads, int(c), unsigned(ks.shared_bytes));
           if (resident > 0) rows_at_once = resident;
         } else if (c == 1 && ks.bulk_stages > 0) {  // a block's ring pays off over many rows

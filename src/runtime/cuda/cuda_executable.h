@@ -44,6 +44,18 @@ struct DeviceArenaPlan {
   lower::MemoryPlan plan;
 };
 
+// compile_cuda with each row form's own options (rows/select_row_form.h) instead of their defaults:
+// for kiln-gpu-bench's table of row forms and the row-form tests. options.row_form, when set, still
+// names the form to force.
+std::shared_ptr<Executable> compile_cuda_with_row_forms(const Graph& g, const CudaCompileOptions& options,
+                                                        const codegen::cuda::RowFormOptions& forms);
+
+// The emitter's options compile_cuda uses for `options` and `forms` on a GPU like `device` (no GPU
+// needed: the row-form tests print the kernels compile_cuda would compile).
+codegen::cuda::CudaEmitOptions cuda_emit_options(const CudaCompileOptions& options,
+                                                 const codegen::cuda::RowFormOptions& forms,
+                                                 const codegen::cuda::RowDevice& device);
+
 class CudaExecutable : public Executable {
  public:
   // Host in, host out: uploads, runs (or replays the captured graph), downloads.
@@ -75,6 +87,7 @@ class CudaExecutable : public Executable {
   std::unique_ptr<CudaModule> module;
   std::vector<CUfunction> functions;  // per lowered kernel
   CudaCompileOptions options;
+  codegen::cuda::RowFormOptions row_forms;  // each row form's options (the launcher reads persistent_clusters)
   CompileStats stats_;
   std::string source_;
   std::map<const Value*, DeviceTensor> constants;

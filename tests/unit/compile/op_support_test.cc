@@ -25,11 +25,13 @@ TEST(OpSupport, EveryOpHasADecisionForEveryTarget) {
       EXPECT_NE(s.note, "no decision in this target's op table")
           << "op '" << op_name(op) << "' has no row in src/runtime/op_support_" << target_kind_name(kind)
           << ".def: add TARGET_OP(" << op_name(op) << ", Kernel|Decompose|Library|Host|Unsupported, \"why\")";
-      if (s.decision == OpDecision::Decompose)
+      if (s.decision == OpDecision::Decompose) {
         EXPECT_NE(op_info(op).decompose, nullptr)
             << target_kind_name(kind) << ": '" << op_name(op) << "' is marked decompose but ops.def has no decomposition";
-      if (s.decision == OpDecision::Unsupported)
+      }
+      if (s.decision == OpDecision::Unsupported) {
         EXPECT_FALSE(s.note.empty()) << target_kind_name(kind) << ": '" << op_name(op) << "' is unsupported without a reason";
+      }
     }
   }
 }

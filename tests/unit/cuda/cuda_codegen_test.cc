@@ -1,6 +1,7 @@
 // The CUDA target of the emitter and compile_cuda. Source tests run wherever NVRTC loads (no GPU
 // needed): every op sample's kernels compile for sm_90. Device tests compare compile_cuda with the
-// reference interpreter on random inputs at odd sizes in f32/f16/bf16 and skip without a GPU.
+// reference interpreter on random inputs at odd sizes in f32/f16/bf16 and skip without a GPU. Each
+// row form has its own tests (rows_*_test.cc).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -20,6 +21,7 @@
 #include "runtime/cuda/nvrtc_compiler.h"
 #include "runtime/executable.h"
 #include "unit/compile/compile_test_util.h"
+#include "unit/cuda/row_forms_test_util.h"
 
 namespace kiln::testing {
 namespace {
@@ -91,241 +93,6 @@ TEST(CudaCodegen, SoftmaxIsOneBlockPerRowWithBlockReductions) {
   EXPECT_EQ(k.source.find("(std::"), std::string::npos) << "NVRTC has no std: " << k.source;
 }
 
-// The one kernel of softmax / layer_norm (weights x) over [rows, cols] of `t`, emitted with `o`;
-// `tag` keeps kernel names apart when several are compiled together.
-codegen::cuda::CudaKernelSource row_kernel(Op op, DType t, int64_t rows, int64_t cols,
-                                           const codegen::cuda::CudaEmitOptions& o, const std::string& tag) {
-  Graph g("rows");
-  Value* x = g.add_input("x", TensorType{t, {SymInt(rows), SymInt(cols)}, Device::CPU});
-  Value* y;
-  if (op == Op::LayerNorm) {
-    Value* w = g.add_input("w", TensorType{t, {SymInt(cols)}, Device::CPU});
-    y = g.add(Op::LayerNorm, {x, w, w});
-  } else {
-    y = g.add(op, {x});
-  }
-  g.set_outputs({y});
-  auto low = runtime::lower_for_target(g, CompileOptions{}, str("kiln_", op_name(op), "_", dtype_name(t), "_", cols, tag, "_"));
-  EXPECT_EQ(low->kernels.size(), 1u);
-  return codegen::cuda::emit_cuda_kernel(low->kernels[0].kernel, o);
-}
-
-// Row staging: softmax's row is copied into shared memory once (16-byte vectors where aligned)
-// and its output written over it; layer_norm's weights are staged once per block; a row larger
-// than the budget is not staged. The staged kernels compile with NVRTC.
-TEST(CudaCodegen, RowsAreStagedInSharedMemoryWithinTheBudget) {
-  auto kernel_of = [](Op op, DType t, int64_t rows, int64_t cols, int64_t budget) {
-    codegen::cuda::CudaEmitOptions o;
-    o.shared_budget_bytes = budget;
-    o.register_rows = false;  // this test is about shared memory (register rows: the next test)
-    return row_kernel(op, t, rows, cols, o, str("_shared", budget));
-  };
-  auto softmax = kernel_of(Op::Softmax, DType::BF16, 64, 4096, 48 * 1024);
-  EXPECT_EQ(softmax.shared_bytes, 4096 * 2) << softmax.source;  // the output shares the input's row
-  EXPECT_NE(softmax.source.find("kiln_copy_row<kiln_block, 4096>(p1000, p0 + "), std::string::npos) << softmax.source;
-  EXPECT_NE(softmax.source.find("kiln_copy_row<kiln_block, 4096>(p1 + "), std::string::npos) << softmax.source;
-  EXPECT_EQ(softmax.source.find("p0[4096*i0 + i1]"), std::string::npos) << "every row read is on chip: " << softmax.source;
-  auto norm = kernel_of(Op::LayerNorm, DType::F32, 5, 1000, 48 * 1024);
-  EXPECT_EQ(norm.shared_bytes, 2 * 1000 * 4) << norm.source;
-  EXPECT_NE(norm.source.find("the same for every row"), std::string::npos) << norm.source;
-  auto too_long = kernel_of(Op::Softmax, DType::F32, 2, 70001, 48 * 1024);
-  EXPECT_EQ(too_long.shared_bytes, 0);
-  EXPECT_EQ(too_long.source.find("kiln_smem"), std::string::npos) << too_long.source;
-  auto opt_in = kernel_of(Op::Softmax, DType::F32, 2, 40000, 200 * 1024);
-  EXPECT_EQ(opt_in.shared_bytes, 160000);
-  if (!cuda::nvrtc_status().loaded) GTEST_SKIP() << cuda::nvrtc_status().message;
-  std::string source = codegen::cuda::cuda_translation_unit({softmax, norm, too_long, opt_in});
-  EXPECT_NO_THROW(cuda::nvrtc_compile(source, "staged.cu", "sm_90", {"--std=c++17", "-diag-suppress=550,177"}));
-}
-
-// Register rows: a row kernel whose loops share one constant extent holds the row in per-thread
-// arrays (one vector load per chunk), keeps softmax's exp from the sum loop for the write loop,
-// multiplies by the sum's reciprocal (16-bit outputs only), and splits rows too long for one
-// block over a thread-block cluster. Each form compiles with NVRTC for sm_90.
-TEST(CudaCodegen, RowsAreHeldInRegistersAndLongRowsSplitOverAClusters) {
-  auto kernel_of = [](Op op, DType t, int64_t rows, int64_t cols, int max_cluster) {
-    codegen::cuda::CudaEmitOptions o;
-    o.registers.max_cluster = max_cluster;
-    return row_kernel(op, t, rows, cols, o, str("_cluster", max_cluster));
-  };
-  auto softmax = kernel_of(Op::Softmax, DType::BF16, 64, 4096, 1);
-  EXPECT_EQ(softmax.block_threads, 256) << softmax.source;
-  EXPECT_EQ(softmax.shared_bytes, 0) << softmax.source;
-  EXPECT_NE(softmax.source.find("rows in registers: 256 threads x 16 elements"), std::string::npos) << softmax.source;
-  // The first row is loaded before the row loop, each next row while the current one computes.
-  EXPECT_NE(softmax.source.find("kiln_load_regs<kiln_block, 8>(p1000, p0 + (4096*i0_next), kiln_valid);"), std::string::npos)
-      << softmax.source;
-  EXPECT_NE(softmax.source.find("kiln_load_regs<kiln_block, 8>(kiln_next0, p0 + (4096*i0_next), kiln_valid);"),
-            std::string::npos)
-      << softmax.source;
-  EXPECT_NE(softmax.source.find("p1000[kiln_e] = kiln_next0[kiln_e];"), std::string::npos) << softmax.source;
-  EXPECT_NE(softmax.source.find("kiln_exp16("), std::string::npos) << "bf16 output: " << softmax.source;
-  EXPECT_NE(softmax.source.find("kiln_store_regs<kiln_block, 8>(p1 + (4096*i0), p1001, kiln_valid);"), std::string::npos)
-      << softmax.source;
-  EXPECT_EQ(softmax.source.find("p0[4096*i0 + i1]"), std::string::npos) << "every row read is in registers: " << softmax.source;
-  EXPECT_NE(softmax.source.find("kiln_keep0[kiln_e] = "), std::string::npos) << "exp is kept: " << softmax.source;
-  // Max and sum are one reduction (kiln_max_sum); the write loop's exp(x - max) is the kept
-  // exp(x - thread max) times the thread's rescale.
-  EXPECT_NE(softmax.source.find("= (kiln_keep0[kiln_e] * kiln_rescale_acc0);"), std::string::npos) << softmax.source;
-  EXPECT_NE(softmax.source.find("kiln_reduce_fused<1, 0>(kiln_max_sum{acc0, acc1}, kiln_parity)"), std::string::npos) << softmax.source;
-  EXPECT_EQ(softmax.source.find("kiln_block_reduce<float>"), std::string::npos) << "one reduction a row: " << softmax.source;
-  EXPECT_NE(softmax.source.find("const float kiln_rcp_"), std::string::npos) << softmax.source;
-  EXPECT_EQ(softmax.source.find("if (i1 < kiln_end)"), std::string::npos) << "4096 = 256 x 16: no guard" << softmax.source;
-  // f32 output: the division stays a division; 1000 is not a whole number of chunks: guarded.
-  auto f32_softmax = kernel_of(Op::Softmax, DType::F32, 64, 4096, 1);
-  EXPECT_EQ(f32_softmax.source.find("kiln_exp16("), std::string::npos) << "f32 output: exact exp " << f32_softmax.source;
-  EXPECT_EQ(f32_softmax.source.find("kiln_rcp_"), std::string::npos) << f32_softmax.source;
-  auto norm = kernel_of(Op::LayerNorm, DType::F32, 5, 1000, 1);
-  EXPECT_NE(norm.source.find("rows in registers: 64 threads x 16 elements"), std::string::npos) << norm.source;
-  EXPECT_NE(norm.source.find("if (i1 < kiln_end)"), std::string::npos) << norm.source;
-  EXPECT_EQ(norm.source.find("kiln_rcp_"), std::string::npos) << norm.source;
-  EXPECT_NE(norm.source.find("(out)'s part of the row"), std::string::npos) << norm.source;
-  // Mean and variance are one reduction (Chan's parallel variance over per-thread counts).
-  EXPECT_NE(norm.source.find("kiln_reduce_fused<1, 0>(kiln_mean_m2{kiln_count_acc0, acc0, acc1}, kiln_parity)"), std::string::npos) << norm.source;
-  EXPECT_EQ(norm.source.find("kiln_block_reduce<float>"), std::string::npos) << norm.source;
-  // At 32 elements a thread mean and variance stay two reductions (registers; register_rows.cc).
-  auto long_norm = kernel_of(Op::LayerNorm, DType::BF16, 2, 32768, 16);
-  EXPECT_NE(long_norm.source.find("x 32 elements x 4 blocks"), std::string::npos) << long_norm.source;
-  EXPECT_EQ(long_norm.source.find("kiln_mean_m2{"), std::string::npos) << long_norm.source;
-  // Split over a cluster, its weights are read a 16-byte chunk at a time in the write loop, and
-  // the output stored a chunk at a time (registers for the weights' chunks).
-  EXPECT_NE(long_norm.source.find("if (kiln_e % 8 == 0) kiln_load_chunk<8>(p1001, kiln_e, p1 + (0) + i1);"),
-            std::string::npos)
-      << long_norm.source;
-  EXPECT_NE(long_norm.source.find("if (kiln_e % 8 == 7) kiln_store_chunk<8>(p2 + (32768*i0) + (i1 - 7), p1002, kiln_e - 7);"),
-            std::string::npos)
-      << long_norm.source;
-  EXPECT_EQ(long_norm.source.find("kiln_store_regs"), std::string::npos) << long_norm.source;
-  // Unfused (row_fuse_reductions off): two float reductions, as before.
-  codegen::cuda::CudaEmitOptions unfused_options;
-  unfused_options.registers.fuse_reductions = false;
-  auto unfused = row_kernel(Op::LayerNorm, DType::F32, 5, 1000, unfused_options, "_unfused");
-  EXPECT_EQ(unfused.source.find("kiln_mean_m2"), std::string::npos) << unfused.source;
-  auto first_reduce = unfused.source.find("kiln_block_reduce<float>");
-  EXPECT_NE(unfused.source.find("kiln_block_reduce<float>", first_reduce + 1), std::string::npos) << unfused.source;
-  // 262144 bf16 elements: 8 blocks of 1024 threads x 32 elements, reductions across the cluster.
-  auto split = kernel_of(Op::Softmax, DType::BF16, 2, 262144, 8);
-  EXPECT_EQ(split.cluster, 8) << split.source;
-  EXPECT_NE(split.source.find("__cluster_dims__(8, 1, 1)"), std::string::npos) << split.source;
-  EXPECT_NE(split.source.find("kiln_reduce_fused<8, 0>(kiln_max_sum{"), std::string::npos) << split.source;
-  EXPECT_NE(split.source.find("kiln_row = blockIdx.x / 8"), std::string::npos) << split.source;
-  // One (fused) reduction a row: its slots alternate row by row, so no barrier at each row's end;
-  // one before the blocks leave.
-  EXPECT_NE(split.source.find("++kiln_parity;"), std::string::npos) << split.source;
-  EXPECT_EQ(split.source.find("kiln_cluster_sync();  // the cluster's reductions"), std::string::npos) << split.source;
-  EXPECT_NE(split.source.find("kiln_cluster_sync();  // no block leaves"), std::string::npos) << split.source;
-  // Without clusters such a row falls back to the shared-memory path (here: too long to stage).
-  auto unsplit = kernel_of(Op::Softmax, DType::BF16, 2, 262144, 1);
-  EXPECT_EQ(unsplit.cluster, 1);
-  EXPECT_EQ(unsplit.source.find("rows in registers"), std::string::npos) << unsplit.source;
-  // Bulk rows (an H200's shared memory): at 32 elements a thread the next rows come through a
-  // ring of stages the copy engine fills, instead of a second register array.
-  codegen::cuda::CudaEmitOptions bulk_options;
-  bulk_options.registers.max_cluster = 16;
-  bulk_options.registers.shared_per_multiprocessor = 228 * 1024;
-  bulk_options.registers.shared_per_block = 226 * 1024;
-  // The whole row in one block of 1024 threads (no cluster): softmax with three 64 KiB stages,
-  // layer norm with two (its 64 KiB of weights stay in L1) and mean and variance fused.
-  auto expect_whole_row_ring = [](const codegen::cuda::CudaKernelSource& k, int stages) {
-    EXPECT_NE(k.source.find(str("rows in registers: 1024 threads x 32 elements, a ring of ", stages,
-                                " rows in shared memory")),
-              std::string::npos)
-        << k.source;
-    EXPECT_EQ(k.cluster, 1);
-    EXPECT_EQ(k.bulk_stages, stages);
-    EXPECT_EQ(k.shared_bytes, 128 + stages * 65536);
-  };
-  auto bulk_softmax = row_kernel(Op::Softmax, DType::BF16, 2, 32768, bulk_options, "_bulk");
-  expect_whole_row_ring(bulk_softmax, 3);
-  auto bulk_norm = row_kernel(Op::LayerNorm, DType::BF16, 2, 32768, bulk_options, "_bulk");
-  expect_whole_row_ring(bulk_norm, 2);
-  EXPECT_NE(bulk_norm.source.find("kiln_mean_m2{"), std::string::npos) << bulk_norm.source;
-  EXPECT_EQ(bulk_norm.source.find("kiln_next0"), std::string::npos) << "no register prefetch: " << bulk_norm.source;
-  EXPECT_NE(bulk_norm.source.find("if (kiln_valid > 0) kiln_bulk_load(kiln_smem + 128 + kiln_stage * 65536 + 0, p0 + (32768*i0_next), "
-                                  "unsigned(kiln_valid) * 2u, &kiln_bars[kiln_stage]);"),
-            std::string::npos)
-      << bulk_norm.source;
-  EXPECT_NE(bulk_norm.source.find("kiln_bar_wait(&kiln_bars[kiln_stage], kiln_phase);"), std::string::npos) << bulk_norm.source;
-  // The stage is refilled after the first reduction's barrier, not behind a barrier of its own.
-  const auto refill = bulk_norm.source.find("// every thread has read the stage");
-  EXPECT_NE(refill, std::string::npos) << bulk_norm.source;
-  EXPECT_LT(bulk_norm.source.find("kiln_reduce_fused<1, 0>"), refill) << bulk_norm.source;
-  EXPECT_EQ(bulk_norm.source.find("__syncthreads();  // every thread has read the stage"), std::string::npos);
-  // The weights a chunk at a time (registers), misaligned pointers loading each row directly.
-  EXPECT_NE(bulk_norm.source.find("read a chunk at a time"), std::string::npos) << bulk_norm.source;
-  EXPECT_NE(bulk_norm.source.find("kiln_load_regs<kiln_block, 8>(p1000, p0 + (32768*i0), kiln_valid);"), std::string::npos)
-      << bulk_norm.source;
-  // Blocks of at most 256 threads: the ring per block of a cluster of 4, 2 stages of 16 KiB
-  // beside the multiprocessor's other 3 blocks and the weights; mean and variance unfused.
-  codegen::cuda::CudaEmitOptions small_blocks = bulk_options;
-  small_blocks.registers.max_threads = 256;
-  auto bulk_cluster = row_kernel(Op::LayerNorm, DType::BF16, 2, 32768, small_blocks, "_bulk_cluster");
-  EXPECT_NE(bulk_cluster.source.find("x 32 elements x 4 blocks, a ring of 2 rows in shared memory"), std::string::npos)
-      << bulk_cluster.source;
-  EXPECT_EQ(bulk_cluster.shared_bytes, 128 + 2 * 16384);
-  EXPECT_EQ(bulk_cluster.source.find("kiln_mean_m2{"), std::string::npos) << bulk_cluster.source;
-  EXPECT_NE(bulk_cluster.source.find("if (kiln_valid > 0) kiln_bulk_load(kiln_smem + 128 + kiln_stage * 16384 + 0, p0 + (32768*i0_next) + "
-                                     "kiln_first, unsigned(kiln_valid) * 2u, &kiln_bars[kiln_stage]);"),
-            std::string::npos)
-      << bulk_cluster.source;
-  // Two per-row inputs (a residual add before the norm) take their own places in each stage.
-  {
-    Graph g("residual");
-    Value* x = g.add_input("x", TensorType{DType::BF16, {SymInt(2), SymInt(8192)}, Device::CPU});
-    Value* r = g.add_input("r", TensorType{DType::BF16, {SymInt(2), SymInt(8192)}, Device::CPU});
-    Value* w = g.add_input("w", TensorType{DType::BF16, {SymInt(8192)}, Device::CPU});
-    g.set_outputs({g.add(Op::LayerNorm, {g.add(Op::Add, {x, r}), w, w})});
-    auto low = runtime::lower_for_target(g, CompileOptions{}, "kiln_residual_bulk_");
-    codegen::cuda::CudaEmitOptions o = bulk_options;
-    o.registers.bulk_min_per_thread = 1;
-    auto k = codegen::cuda::emit_cuda_kernel(low->kernels.at(0).kernel, o);
-    EXPECT_GT(k.bulk_stages, 0) << k.source;
-    EXPECT_NE(k.source.find("kiln_bar_expect(&kiln_bars[kiln_stage], kiln_valid > 0 ? unsigned(kiln_valid) * 2u + "
-                            "unsigned(kiln_valid) * 2u : 0u);"),
-              std::string::npos)
-        << k.source;
-    EXPECT_NE(k.source.find("kiln_stage * 32768 + 0, p0 + (8192*i0_next)"), std::string::npos) << k.source;
-    EXPECT_NE(k.source.find("kiln_stage * 32768 + 16384, p1 + (8192*i0_next)"), std::string::npos) << k.source;
-  }
-  auto bulk_split = row_kernel(Op::Softmax, DType::BF16, 2, 262144, bulk_options, "_bulk");
-  EXPECT_EQ(bulk_split.cluster, 8) << bulk_split.source;
-  EXPECT_EQ(bulk_split.shared_bytes, 128 + 3 * 65536) << bulk_split.source;
-  // Cluster mail: the fused reduction's partials travel by st.async into every block's slots; such
-  // a row keeps the register prefetch rather than bulk rows (faster together on the H200).
-  codegen::cuda::CudaEmitOptions mail_options = bulk_options;
-  mail_options.registers.cluster_mail = true;
-  auto mail_split = row_kernel(Op::Softmax, DType::BF16, 2, 262144, mail_options, "_mail");
-  EXPECT_NE(mail_split.source.find("kiln_reduce_fused<8, 0, kiln_max_sum, true>(kiln_max_sum{"), std::string::npos)
-      << mail_split.source;
-  EXPECT_NE(mail_split.source.find("kiln_mail_init<0>();"), std::string::npos) << mail_split.source;
-  EXPECT_NE(mail_split.source.find("++kiln_parity;"), std::string::npos) << mail_split.source;
-  EXPECT_EQ(mail_split.bulk_stages, 0) << mail_split.source;
-  EXPECT_NE(mail_split.source.find("kiln_next0"), std::string::npos) << mail_split.source;
-  // Layer norm split over a cluster by mail: mean and variance in one exchange a row, not two;
-  // with weights, 16 blocks of 512 threads rather than softmax's 8 of 1024 (register_rows.cc).
-  auto mail_norm = row_kernel(Op::LayerNorm, DType::BF16, 2, 262144, mail_options, "_mail_norm");
-  EXPECT_EQ(mail_norm.cluster, 16) << mail_norm.source;
-  EXPECT_EQ(mail_norm.block_threads, 512) << mail_norm.source;
-  EXPECT_EQ(mail_split.cluster, 8) << mail_split.source;
-  EXPECT_EQ(mail_norm.bulk_stages, 0) << mail_norm.source;
-  EXPECT_NE(mail_norm.source.find("kiln_reduce_fused<16, 0, kiln_mean_m2, true>(kiln_mean_m2{"), std::string::npos)
-      << mail_norm.source;
-  EXPECT_EQ(mail_norm.source.find("kiln_cluster_reduce<"), std::string::npos) << mail_norm.source;
-  // Its weights: the block's 16384 copied once into shared memory, each chunk read from there.
-  EXPECT_EQ(mail_norm.shared_bytes, 32768) << mail_norm.source;
-  EXPECT_NE(mail_norm.source.find("kiln_w1[kiln_i] = p1[(0) + kiln_first + kiln_i];"), std::string::npos) << mail_norm.source;
-  EXPECT_NE(mail_norm.source.find("kiln_load_chunk<8>(p1001, kiln_e, kiln_w1 + (i1 - kiln_first));"), std::string::npos)
-      << mail_norm.source;
-  // 16 elements a thread keep the register prefetch; rows not whole 16-byte vectors too.
-  EXPECT_EQ(row_kernel(Op::Softmax, DType::BF16, 64, 4096, bulk_options, "_short").bulk_stages, 0);
-  EXPECT_EQ(row_kernel(Op::Softmax, DType::BF16, 2, 32766, bulk_options, "_odd").bulk_stages, 0);
-  if (!cuda::nvrtc_status().loaded) GTEST_SKIP() << cuda::nvrtc_status().message;
-  std::string source = codegen::cuda::cuda_translation_unit({softmax, f32_softmax, norm, long_norm, unfused, split, unsplit,
-                                                             bulk_softmax, bulk_norm, bulk_cluster, bulk_split, mail_split,
-                                                             mail_norm});
-  EXPECT_NO_THROW(cuda::nvrtc_compile(source, "register_rows.cu", "sm_90", {"--std=c++17", "-diag-suppress=550,177"}));
-}
-
 // Vector points: a pointwise kernel whose innermost extent is a multiple of 16 bytes' worth takes
 // that many consecutive points a thread; contiguous buffers (x, and the bias row broadcast along
 // the outer dim) move as vectors. An odd innermost extent keeps one point a thread.
@@ -377,33 +144,6 @@ TEST(CudaCodegen, TooManyBuffersIsAClearError) {
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("kiln_wide"), std::string::npos) << e.what();
-  }
-}
-
-std::string skip_reason() { return cuda_unavailable_reason(); }
-
-CudaCompileOptions cuda_options() {
-  CudaCompileOptions o;
-  o.base.cache_dir = test_cache_dir();
-  return o;
-}
-
-void expect_cuda_matches(const Graph& g, const std::vector<std::vector<HostTensor>>& runs, const std::string& label,
-                         const CudaCompileOptions& options = cuda_options()) {
-  auto exe = compile_cuda(g, options);
-  for (size_t r = 0; r < runs.size(); ++r) {
-    std::vector<HostTensor> want = interp::run(g, runs[r]);
-    std::vector<HostTensor> got;
-    try {
-      got = exe->run(runs[r]);
-    } catch (const std::exception& e) {  // name the form that failed (the error names the kernel)
-      ADD_FAILURE() << label << " run " << r << ": " << e.what() << "\n" << exe->explain().substr(0, 8000);
-      return;
-    }
-    ASSERT_EQ(got.size(), want.size()) << label;
-    for (size_t i = 0; i < want.size(); ++i)
-      EXPECT_EQ(compare_tensors(got[i], want[i]), "") << label << " run " << r << " output " << i << "\n"
-                                                      << exe->explain().substr(0, 4000);
   }
 }
 
@@ -583,114 +323,6 @@ TEST(CudaCompiled, IntermediatesShareTheDeviceArena) {
   }
 }
 
-// The row forms — register rows (with and without prefetching the next row), register rows split
-// over a cluster of up to 8 or 16 blocks (forced here for long rows by allowing 8 elements a
-// thread), bulk rows (a ring of rows in shared memory filled by the copy engine, forced here at
-// every width whose rows are whole 16-byte vectors, with 1 and 8 blocks a row, and with the
-// 128 registers that let layer norm's reductions fuse at 32 elements a thread), and rows staged
-// in shared memory; split over a cluster, weights read from a shared-memory copy (the default) or
-// from L1 — against the interpreter, on softmax, log_softmax, layer_norm and a row max, at
-// whole-chunk and odd widths.
-TEST(CudaCompiled, RegisterRowsClusterRowsAndSharedRowsMatchTheInterpreter) {
-  if (!skip_reason().empty()) GTEST_SKIP() << skip_reason();
-  struct Variant {
-    const char* name; bool registers; int per_thread; int cluster; bool prefetch; bool fuse = true; bool chunks = true;
-    int bulk_min = 1 << 20;  // elements a thread from which rows are bulk rows (default: never here)
-    int occupancy = 1024;
-    bool mail = false;       // fused reductions across a cluster by mail
-    bool weights_in_shared = true;  // split over a cluster, chunked weights from a shared-memory copy
-  };
-  for (Variant v : {Variant{"registers", true, 32, 1, true}, Variant{"no prefetch", true, 32, 1, false},
-                    Variant{"cluster", true, 8, 8, true}, Variant{"cluster16", true, 8, 16, true},
-                    Variant{"unfused cluster", true, 8, 8, true, false},
-                    Variant{"unchunked cluster", true, 8, 8, true, true, false}, Variant{"shared", false, 32, 1, true},
-                    Variant{"cluster, weights from L1", true, 8, 8, true, true, true, 1 << 20, 1024, false, false},
-                    Variant{"bulk", true, 32, 1, true, true, true, 1},
-                    Variant{"bulk cluster", true, 8, 8, true, true, true, 1},
-                    Variant{"bulk 128 registers", true, 32, 1, true, true, true, 1, 512},
-                    Variant{"cluster mail", true, 8, 8, true, true, true, 1 << 20, 1024, true},
-                    Variant{"bulk cluster mail", true, 8, 8, true, true, true, 1, 1024, true}}) {
-    CudaCompileOptions o = cuda_options();
-    o.register_rows = v.registers, o.row_max_per_thread = v.per_thread, o.row_max_cluster = v.cluster;
-    o.row_prefetch = v.prefetch, o.row_fuse_reductions = v.fuse, o.row_chunks = v.chunks;
-    o.row_bulk_min_per_thread = v.bulk_min, o.row_occupancy_threads = v.occupancy, o.row_cluster_mail = v.mail;
-    o.row_weights_in_shared = v.weights_in_shared;
-    if (v.cluster == 16) o.row_preferred_threads = 32, o.row_max_threads = 512;  // rows split 16 ways
-    for (DType t : {DType::F32, DType::BF16, DType::F16}) {
-      if (t == DType::F16 && std::string(v.name) != "registers") continue;
-      // Every width in one graph: one compile per form and dtype.
-      Graph g("rows");
-      std::vector<Value*> outs;
-      const std::vector<std::vector<int64_t>> widths = {{6, 4096}, {3, 2050}, {2, 9999}, {65, 64}, {2, 20000}, {3, 33333}};
-      for (const auto& dims : widths) {
-        Value* x = g.add_input(str("x", dims[1]), TensorType{t, {SymInt(dims[0]), SymInt(dims[1])}, Device::CPU});
-        Value* w = g.add_input(str("w", dims[1]), TensorType{t, {SymInt(dims[1])}, Device::CPU});
-        Value* r = g.add_input(str("r", dims[1]), TensorType{t, {SymInt(dims[0]), SymInt(dims[1])}, Device::CPU});
-        Value* mx = g.add(Op::ReduceMax, {x}, {{"axes", std::vector<int64_t>{1}}, {"keepdim", int64_t(1)}});
-        // A residual add before the norm: two per-row inputs (two copies a stage in bulk rows).
-        Value* residual_norm = g.add(Op::LayerNorm, {g.add(Op::Add, {x, r}), w, w});
-        for (Value* y : {g.add(Op::Softmax, {x}), g.add(Op::LogSoftmax, {x}), g.add(Op::LayerNorm, {x, w, w}), mx, residual_norm})
-          outs.push_back(y);
-      }
-      g.set_outputs(outs);
-      std::vector<std::vector<HostTensor>> runs(2);
-      for (uint64_t r = 0; r < 2; ++r)
-        for (const auto& dims : widths) {
-          runs[r].push_back(HostTensor::random(t, dims, 60 + r + uint64_t(dims[1]), -5, 5));
-          runs[r].push_back(HostTensor::random(t, {dims[1]}, 70 + r, 0.5, 1.5));
-          runs[r].push_back(HostTensor::random(t, dims, 75 + r + uint64_t(dims[1]), -2, 2));
-        }
-      expect_cuda_matches(g, runs, str(v.name, " ", dtype_name(t)), o);
-    }
-  }
-}
-
-// Fused row reductions (softmax's max and sum, layer norm's mean and variance as one reduction a
-// row) at the values that break naive versions: rows entirely -inf (NaN out, as unfused), rows
-// with some -inf (masked attention), +inf and NaN elements, rows far below zero, and layer norm
-// rows offset far from zero (Chan's variance keeps the small spread), in one block and split
-// over a cluster, against the interpreter.
-TEST(CudaCompiled, FusedRowReductionsKeepSpecialValuesAndLargeOffsets) {
-  if (!skip_reason().empty()) GTEST_SKIP() << skip_reason();
-  const double inf = std::numeric_limits<double>::infinity();
-  for (int cluster : {1, 8, -8}) {  // -8: a cluster of 8 exchanging partials by mail
-    CudaCompileOptions o = cuda_options();
-    o.row_cluster_mail = cluster < 0;
-    cluster = std::abs(cluster);
-    o.row_max_cluster = cluster;
-    if (cluster > 1) o.row_max_per_thread = 8, o.row_preferred_threads = 32;
-    for (DType t : {DType::F32, DType::BF16}) {
-      const int64_t rows = 9, cols = 3001;
-      Graph g("special_rows");
-      Value* x = g.add_input("x", TensorType{t, {SymInt(rows), SymInt(cols)}, Device::CPU});
-      Value* big = g.add_input("big", TensorType{t, {SymInt(rows), SymInt(cols)}, Device::CPU});
-      Value* w = g.add_input("w", TensorType{t, {SymInt(cols)}, Device::CPU});
-      g.set_outputs({g.add(Op::Softmax, {x}), g.add(Op::LogSoftmax, {x}), g.add(Op::LayerNorm, {big, w, w})});
-      std::vector<std::vector<HostTensor>> runs;
-      for (uint64_t r = 0; r < 2; ++r) {
-        HostTensor xs = HostTensor::random(t, {rows, cols}, 500 + r, -4, 4);
-        for (int64_t j = 0; j < cols; ++j) {
-          xs.set_f64(0 * cols + j, -inf);                          // every element -inf
-          if (j % 3 != 1) xs.set_f64(1 * cols + j, -inf);          // masked: a third survives
-          if (j < cols / 2 + 7) xs.set_f64(2 * cols + j, -inf);    // the first blocks see only -inf
-          xs.set_f64(3 * cols + j, -1000 + double(j % 17) / 4);    // far below zero
-        }
-        xs.set_f64(4 * cols + 1234, inf);
-        xs.set_f64(5 * cols + 17, std::nan(""));
-        xs.set_f64(6 * cols + cols - 1, 80);  // one large element at the row's end
-        HostTensor bigs = HostTensor::random(t, {rows, cols}, 600 + r, -1, 1);
-        // Far from zero in f32 (a sum of squares there loses ~4 of f32's 7 digits to cancellation;
-        // much further and x - mean itself is ill-conditioned); bf16 cannot hold a small spread
-        // there (the reference rounds the mean to bf16), so its rows stay near zero.
-        if (t == DType::F32)
-          for (int64_t i = 0; i < rows * cols; ++i) bigs.set_f64(i, bigs.get_f64(i) + 100);
-        runs.push_back({xs, bigs, HostTensor::random(t, {cols}, 700 + r, 0.5, 1.5)});
-      }
-      expect_cuda_matches(g, runs, str("fused rows, cluster ", cluster, o.row_cluster_mail ? " by mail " : " ", dtype_name(t)), o);
-    }
-  }
-}
-
 // Vector points against the interpreter: broadcasts along either dim, a transposed operand (not
 // contiguous along the innermost loop: stays scalar), and a misaligned slice (element fallback).
 TEST(CudaCompiled, VectorPointsMatchTheInterpreter) {
@@ -712,21 +344,6 @@ TEST(CudaCompiled, VectorPointsMatchTheInterpreter) {
       runs.push_back({HostTensor::random(t, {9, 65}, 80 + r, -3, 3), HostTensor::random(t, {64}, 81 + r, -1, 1),
                       HostTensor::random(t, {9, 1}, 82 + r, -2, 2), HostTensor::random(t, {64, 64}, 83 + r, -2, 2)});
     expect_cuda_matches(g, runs, str("points ", dtype_name(t)));
-  }
-}
-
-// A sliced view's rows start at any element: the staged copy falls back to element loads there.
-TEST(CudaCompiled, StagedRowsOfAMisalignedSliceMatchTheInterpreter) {
-  if (!skip_reason().empty()) GTEST_SKIP() << skip_reason();
-  for (DType t : {DType::F32, DType::BF16}) {
-    Graph g("sliced_softmax");
-    Value* x = g.add_input("x", TensorType{t, {SymInt(9), SymInt(1025)}, Device::CPU});
-    Value* v = g.add(Op::Slice, {x}, {{"starts", std::vector<int64_t>{1}}, {"ends", std::vector<int64_t>{1025}},
-                                      {"axes", std::vector<int64_t>{1}}});
-    g.set_outputs({g.add(Op::Softmax, {v})});
-    std::vector<std::vector<HostTensor>> runs;
-    for (uint64_t r = 0; r < 3; ++r) runs.push_back({HostTensor::random(t, {9, 1025}, 40 + r, -4, 4)});
-    expect_cuda_matches(g, runs, str("sliced softmax ", dtype_name(t)));
   }
 }
 

@@ -1,15 +1,15 @@
-// Register rows (see row_staging.h, RowStaging::in_registers): a row-block kernel whose row loops
-// share one constant extent holds its rows in per-thread register arrays, read and written with
-// one vector per chunk, and its row loops unroll over the thread's elements. Why: staged in shared
-// memory, every pass over the row cost a shared load and a conversion per element and the block
-// had no loads in flight while it computed; softmax and layer_norm stayed at 1.8-2.7 TB/s.
+// Planning register rows (see register_rows.h): the block size, cluster split and elements a thread
+// for a row, which buffers stay in registers and which weights are read a chunk at a time, the
+// next row's prefetch, fused reductions, kept values and reciprocals.
+#include "codegen/cuda/rows/register_rows.h"
+
 #include <algorithm>
 #include <functional>
 #include <map>
 #include <set>
 
 #include "codegen/common/c_emitter.h"
-#include "codegen/cuda/row_staging.h"
+#include "codegen/cuda/rows/select_row_form.h"
 
 namespace kiln::codegen::cuda {
 
@@ -26,15 +26,13 @@ int pow2_at_least(int64_t n) {
   return p;
 }
 
-int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
-
 // Bytes of the compute type an accumulator of `t` folds in (f16/bf16 accumulate in float).
 int compute_bytes(DType t) { return t == DType::F16 || t == DType::BF16 ? 4 : dtype_size(t); }
 
 // Values computed identically by an earlier row loop are read from a register array instead; so
 // are a fused softmax's later exp(x - max), as the second loop's exp(x - shift) times the
 // thread's rescale (FusedReduction).
-void plan_kept_values(RowStaging& out, int words_left) {
+void plan_kept_values(RowPlan& out, int words_left) {
   std::map<std::string, std::pair<std::string, std::string>> rescaled;  // global exp -> (local exp, rescale)
   for (const FusedReduction& f : out.fused)
     if (!f.global_exp.empty()) rescaled[f.global_exp] = {f.local_exp, f.rescale};
@@ -78,7 +76,7 @@ void plan_kept_values(RowStaging& out, int words_left) {
   }
 }
 
-ScalarPtr with_reciprocals(const ScalarPtr& s, const std::set<std::string>& row_level, RowStaging& out, int loop) {
+ScalarPtr with_reciprocals(const ScalarPtr& s, const std::set<std::string>& row_level, RowPlan& out, int loop) {
   if (!s || s->kind != Scalar::kOp) return s;
   std::vector<ScalarPtr> args;
   bool changed = false;
@@ -105,8 +103,8 @@ ScalarPtr with_reciprocals(const ScalarPtr& s, const std::set<std::string>& row_
 // to a 16-bit float, x * (1/sum) (within 1.5 ulp of f32) rounds like x / sum except within a few
 // f32 ulps of a rounding boundary of the 16-bit type, and costs one instruction instead of a
 // division sequence. Under the same condition exp is computed as ex2.approx(x * log2 e)
-// (RowStaging::fast_exp; relative error ~1e-6 for softmax's arguments, far below a bf16/f16 ulp).
-void plan_reciprocals(RowStaging& out, const std::vector<lower::KernelParam>& params) {
+// (RowPlan::fast_exp; relative error ~1e-6 for softmax's arguments, far below a bf16/f16 ulp).
+void plan_reciprocals(RowPlan& out, const std::vector<lower::KernelParam>& params) {
   std::set<std::string> row_level;
   int loop = -1;
   for (const Stmt& st : out.body) {
@@ -128,97 +126,13 @@ void plan_reciprocals(RowStaging& out, const std::vector<lower::KernelParam>& pa
   }
 }
 
-// Whether `base + first` is a multiple of `vector` elements for every row: `base` affine in its
-// symbols with coefficients and constant term multiples of `vector`.
-bool vector_aligned(const Index& base, int vector) {
-  std::set<std::string> syms;
-  base.collect_symbols(syms);
-  std::map<std::string, Index> zero;
-  for (const std::string& s : syms) zero[s] = Index(0);
-  const Index at_zero = base.substitute(zero);
-  if (!at_zero.is_constant() || at_zero.constant() % vector != 0) return false;
-  for (const std::string& s : syms) {
-    const Index step = base.substitute({{s, Index::symbol(s) + Index(1)}}) - base;
-    if (!step.is_constant() || step.constant() % vector != 0) return false;
-  }
-  return true;
-}
-
-// Bulk rows (RowStaging::bulk_stages) for a register-row plan, where its rows are long enough,
-// every per-row input's part of a row is whole 16-byte vectors at 16-byte aligned offsets, and
-// at least two stages fit the multiprocessor's shared memory beside the other blocks'. Beyond two,
-// stages leave room in L1 (which shares the multiprocessor's on-chip memory) for the row-invariant
-// buffers (`weights`, read a chunk at a time): layer norm [4096x32768] ran at 3.24 TB/s with two
-// 64 KiB stages and its 64 KiB of weights in L1, 2.70 with three (weights from L2).
-void plan_bulk_rows(RowStaging& out, const std::vector<StagedBuffer>& weights, const RegisterRowOptions& options) {
-  if (options.bulk_stages < 2 || options.shared_per_multiprocessor <= 0 || out.per_thread < options.bulk_min_per_thread)
-    return;
-  int64_t stage = 0;
-  std::vector<StagedBuffer*> inputs;
-  for (StagedBuffer& b : out.buffers) {
-    if (b.is_output || b.row_invariant) continue;
-    const int size = dtype_size(b.dtype), per16 = std::max(1, 16 / size);
-    if (size > 16 || out.row_elements % per16 != 0 || out.block_elements % per16 != 0 || !vector_aligned(b.base, per16))
-      return;
-    b.offset = stage;
-    stage += round_up(out.block_elements * size, 16);
-    inputs.push_back(&b);
-  }
-  if (inputs.empty()) return;
-  // Each block on a multiprocessor costs 1 KiB of shared memory the system reserves, and its
-  // reductions' static slots (under 2 KiB).
-  const int64_t blocks = std::max(1, options.occupancy_threads / out.threads);
-  int64_t budget = options.shared_per_multiprocessor / blocks - 1024 - 2048;
-  if (options.shared_per_block > 0) budget = std::min(budget, options.shared_per_block);
-  int64_t weight_bytes = 0;
-  for (const StagedBuffer& w : weights) weight_bytes += out.block_elements * dtype_size(w.dtype);
-  int64_t stages = std::min<int64_t>({options.bulk_stages, kBulkRingOffset / 8,
-                                      std::max<int64_t>(2, (budget - kBulkRingOffset - weight_bytes) / stage)});
-  if (stages < 2 || kBulkRingOffset + stages * stage > budget) return;
-  out.bulk_stages = int(stages);
-  out.bulk_stage_bytes = stage;
-  out.shared_bytes = kBulkRingOffset + stages * stage;
-}
-
-RowStaging plan_one(const std::vector<Stmt>& row_body, const std::vector<std::string>& grid_vars,
-                    const std::vector<lower::KernelParam>& params, const RegisterRowOptions& options);
-
 }  // namespace
 
-RowStaging plan_register_rows(const std::vector<Stmt>& row_body, const std::vector<std::string>& grid_vars,
-                              const std::vector<lower::KernelParam>& params, const RegisterRowOptions& options) {
-  // Bulk rows take the whole row in one block where up to max_threads threads hold it: on the H200
-  // a [4096x32768] bf16 softmax ran at 3.58 TB/s as one block of 1024 threads with a ring of three
-  // rows, 2.92 as a cluster of 4 blocks of 256 with a ring each, 3.26 as that cluster with the
-  // register prefetch (layer_norm 3.41, 2.53, 2.66): no cluster reductions, and the ring keeps the
-  // loads in flight that several smaller blocks per multiprocessor had.
-  if (options.bulk_stages >= 2 && options.shared_per_multiprocessor > 0 && options.preferred_threads < options.max_threads) {
-    RegisterRowOptions whole = options;
-    whole.preferred_threads = options.max_threads;
-    RowStaging s = plan_one(row_body, grid_vars, params, whole);
-    if (s.in_registers && s.cluster == 1 && s.bulk_stages > 0) return s;
-  }
-  RowStaging s = plan_one(row_body, grid_vars, params, options);
-  // Split over a cluster, a fused reduction by mail pays more with the register prefetch than
-  // with bulk rows: softmax [512x262144] ran at 3.20 TB/s so, 3.03 with bulk rows and mail, 2.72
-  // with bulk rows and a cluster barrier a row (layer norm there stays unfused, and bulk rows gave
-  // it 2.01 against 1.78).
-  // Layer norm's mean and variance, unfused beside bulk rows, fuse there (plan_one): 2.54 TB/s on
-  // [512x262144] against 2.01 with bulk rows and two cluster reductions a row.
-  if (s.bulk_stages > 0 && s.cluster > 1 && options.cluster_mail) {
-    RegisterRowOptions registers_only = options;
-    registers_only.bulk_stages = 0;
-    RowStaging r = plan_one(row_body, grid_vars, params, registers_only);
-    if (r.in_registers && !r.fused.empty()) return r;
-  }
-  return s;
-}
-
-namespace {
-
-RowStaging plan_one(const std::vector<Stmt>& row_body, const std::vector<std::string>& grid_vars,
-                    const std::vector<lower::KernelParam>& params, const RegisterRowOptions& options) {
-  RowStaging out;
+RowPlan plan_register_rows(const std::vector<Stmt>& row_body, const std::vector<std::string>& grid_vars,
+                           const std::vector<lower::KernelParam>& params, const RowFormOptions& forms,
+                           const RowDevice& device) {
+  const RegisterRowOptions& options = forms.registers;
+  RowPlan out;
   out.body = row_body;
   int64_t n = -1;
   for (const Stmt& st : row_body) {
@@ -288,7 +202,7 @@ RowStaging plan_one(const std::vector<Stmt>& row_body, const std::vector<std::st
   out.cluster = cluster;
   out.row_elements = n;
   out.block_elements = block_elements;
-  plan_bulk_rows(out, invariant, options);
+  plan_bulk_rows(out, invariant, forms, device);
   std::vector<StagedBuffer> chunked;
   for (const StagedBuffer& b : invariant) {
     if (dtype_size(b.dtype) > widest) continue;  // a chunk of it would be wider than 16 bytes
@@ -299,7 +213,7 @@ RowStaging plan_one(const std::vector<Stmt>& row_body, const std::vector<std::st
       used += words(b);
       out.buffers.push_back(b);
     } else if (options.chunks && n % vec == 0 && block_elements % vec == 0) {
-      // Otherwise a chunk at a time, inside the loop that reads it (see RowStaging::chunked).
+      // Otherwise a chunk at a time, inside the loop that reads it (see RowPlan::chunked).
       chunked.push_back(b);
     }
   }
@@ -308,11 +222,11 @@ RowStaging plan_one(const std::vector<Stmt>& row_body, const std::vector<std::st
   // Split over a cluster, the block's part of the weights fits in the shared memory bulk rows
   // would otherwise use (64 KiB a weight for a [512x262144] bf16 layer norm): copied there once.
   if (options.weights_in_shared && !out.chunked.empty() && cluster > 1 && out.bulk_stages == 0 &&
-      options.shared_per_multiprocessor > 0) {
+      device.has_bulk_copies()) {
     int64_t bytes = 0;
     for (StagedBuffer& b : out.chunked) b.offset = bytes, bytes += round_up(block_elements * dtype_size(b.dtype), 16);
     const int64_t blocks = std::max(1, options.occupancy_threads / threads);
-    if (bytes <= options.shared_per_block && blocks * (bytes + 1024) <= options.shared_per_multiprocessor) {
+    if (bytes <= device.shared_per_block && blocks * (bytes + 1024) <= device.shared_per_multiprocessor) {
       out.chunked_in_shared = true;
       out.shared_bytes = bytes;
     }
@@ -341,16 +255,16 @@ RowStaging plan_one(const std::vector<Stmt>& row_body, const std::vector<std::st
   // unfused (split over a cluster with a barrier: 1.91 and 1.94; by mail with the register
   // prefetch [512x262144] ran at 2.54 fused, two cluster reductions a row 2.01).
   const int registers = 65536 / std::max(1, options.occupancy_threads);
-  const bool by_mail = out.cluster > 1 && options.cluster_mail && out.bulk_stages == 0;
-  if (options.fuse_reductions)
-    out.fused = fuse_row_reductions(out.body, /*mean_squares=*/out.per_thread <= options.fuse_norm_max_per_thread ||
+  const bool by_mail = out.cluster > 1 && forms.mail.enabled && out.bulk_stages == 0;
+  if (forms.fused.enabled)
+    out.fused = fuse_row_reductions(out.body, /*mean_squares=*/out.per_thread <= forms.fused.norm_max_per_thread ||
                                                    registers >= 96 || (out.bulk_stages > 0 && out.cluster == 1) ||
                                                    by_mail);
   plan_kept_values(out, options.register_words - used);
   plan_reciprocals(out, params);
+  out.mail = uses_cluster_mail(out, forms.mail);
+  out.occupancy_threads = options.occupancy_threads;
   return out;
 }
-
-}  // namespace
 
 }  // namespace kiln::codegen::cuda

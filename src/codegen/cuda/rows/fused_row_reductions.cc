@@ -1,15 +1,17 @@
-// Fused row reductions (row_staging.h, FusedReduction): softmax's max and sum of exp, and layer
-// norm's mean and sum of squares, each reduced across the block and cluster once a row instead of
-// twice. Why: a row split over a cluster paid a block and a cluster barrier per reduction; fused,
-// bf16 softmax on the H200 went from 3.10 to 3.25 TB/s on [4096x32768] and from 1.91 to 2.51 on
-// [512x262144] (bench/results/gpu-h200-compiled-2026-11-29.md, "unfused" against "default").
+// Fused row reductions (see fused_row_reductions.h): matching softmax's and layer norm's pairs of
+// row loops, rewriting them to reduce once, and printing the combined reduction. On the H200, bf16
+// softmax went from 3.10 to 3.25 TB/s on [4096x32768] and from 1.91 to 2.51 on [512x262144]
+// (bench/results/gpu-h200-compiled-2026-11-29.md, "unfused" against "default").
+#include "codegen/cuda/rows/fused_row_reductions.h"
+
 #include <cmath>
 #include <limits>
 #include <map>
 #include <set>
 
 #include "codegen/common/c_emitter.h"
-#include "codegen/cuda/row_staging.h"
+#include "codegen/cuda/kernel_printer.h"
+#include "codegen/cuda/rows/row_plan.h"
 
 namespace kiln::codegen::cuda {
 
@@ -199,6 +201,31 @@ std::vector<FusedReduction> fuse_row_reductions(std::vector<Stmt>& body, bool me
       if (!fused(int(l)) && !fused(int(l) + 1) && try_fuse(body, loops[l], loops[l + 1], int(l) + 1, mean_squares, out)) again = true;
   }
   return out;
+}
+
+// The pair (or triple) of a fused reduction combined across the block and cluster at once.
+void KernelPrinter::emit_fused_reduction(const FusedReduction& f, int depth, const RowPlan& staging) {
+  const int site = fused_sites_++;
+  line(depth, "{");
+  const bool mail = staging.mail;
+  if (f.kind == FusedReduction::kMaxExpSum) {
+    line(depth + 1, str("const kiln_max_sum kiln_f = kiln_reduce_fused<", staging.cluster, ", ", site,
+                        mail ? ", kiln_max_sum, true" : "", ">(kiln_max_sum{", f.first, ", ", f.second,
+                        "}, kiln_parity);"));
+    // Unfused, a row whose max is -inf sums exp(-inf - -inf) = NaN; so does this.
+    line(depth + 1, str(f.first, " = kiln_f.m;"));
+    line(depth + 1, str(f.second, " = kiln_f.m == -kstd::numeric_limits<float>::infinity() ? ",
+                        "kstd::numeric_limits<float>::quiet_NaN() : kiln_f.s;"));
+  } else {
+    line(depth + 1, str("const kiln_mean_m2 kiln_f = kiln_reduce_fused<", staging.cluster, ", ", site,
+                        mail ? ", kiln_mean_m2, true" : "", ">(kiln_mean_m2{", f.count, ", ", f.first, ", ", f.second,
+                        "}, kiln_parity);"));
+    line(depth + 1, str(f.count, " = kiln_f.n;"));
+    line(depth + 1, str(f.first, " = kiln_f.s;"));
+    line(depth + 1, str(f.second, " = kiln_f.m2;"));
+  }
+  line(depth, "}");
+  reductions += 2;
 }
 
 }  // namespace kiln::codegen::cuda

@@ -1,11 +1,11 @@
-// Row staging (see row_staging.h): find the buffers a row-block kernel can keep on chip, lay them
-// out in dynamic shared memory and redirect the row loops' loads and stores to the copies.
-#include "codegen/cuda/row_staging.h"
+// The helpers every row form's planner shares (see row_plan.h): which buffers a row body reads or
+// writes as `base + i`, and the rewrite that points those accesses at a form's on-chip copies.
+#include "codegen/cuda/rows/row_plan.h"
 
 #include <algorithm>
 #include <functional>
-#include <optional>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "kiln/error.h"
@@ -41,8 +41,6 @@ struct Access {
   }
 };
 
-
-
 template <typename Map>
 void mark_touched(const std::vector<Stmt>& body, Map& acc) {
   for (const Stmt& st : body) {
@@ -58,8 +56,6 @@ ScalarPtr redirect(const ScalarPtr& s, const std::set<int>& staged, const std::s
     return Scalar::load(x.dtype, kStagedParamBase + x.param, Index::symbol(var));
   });
 }
-
-int64_t round16(int64_t bytes) { return (bytes + 15) / 16 * 16; }
 
 // Ops cheap enough that keeping their result in a register array costs more than recomputing it.
 bool cheap(Op op) {
@@ -216,75 +212,6 @@ void redirect_staged(std::vector<Stmt>& body, const std::set<int>& loads, const 
       }
     }
   }
-}
-
-RowStaging plan_row_staging(const std::vector<Stmt>& row_body, const std::vector<std::string>& grid_vars,
-                            const std::vector<lower::KernelParam>& params, int64_t budget_bytes) {
-  RowStaging out;
-  out.body = row_body;
-  std::vector<StagedBuffer> inputs, outputs;
-  std::map<int, RowCandidate> info;
-  for (const RowCandidate& c : row_candidates(row_body, grid_vars, params)) {
-    (c.buffer.is_output ? outputs : inputs).push_back(c.buffer);
-    info[c.buffer.param] = c;
-  }
-  // An output written by the last statement of a loop after which its row's input is not read
-  // again can take that input's space: each element is read and written by the same thread, in
-  // that order, because every row loop strides the same way.
-  for (StagedBuffer& o : outputs) {
-    const RowCandidate& ao = info.at(o.param);
-    if (!ao.store_is_last) continue;
-    for (StagedBuffer& in : inputs) {
-      if (in.row_invariant || in.shares_with >= 0 || in.extent != o.extent ||
-          dtype_size(in.dtype) != dtype_size(o.dtype) || info.at(in.param).last_load_loop > ao.store_loop)
-        continue;
-      in.shares_with = o.param;
-      o.shares_with = in.param;
-      break;
-    }
-  }
-
-  auto layout = [&](bool with_invariant, bool with_unshared_outputs) {
-    std::vector<StagedBuffer> chosen;
-    int64_t bytes = 0;
-    std::map<int, int64_t> offset_of;
-    for (StagedBuffer b : inputs) {
-      if (b.row_invariant && !with_invariant) continue;
-      b.offset = bytes;
-      offset_of[b.param] = bytes;
-      bytes += round16(b.extent * int64_t(dtype_size(b.dtype)));
-      chosen.push_back(b);
-    }
-    for (StagedBuffer b : outputs) {
-      if (b.shares_with >= 0) {
-        b.offset = offset_of.at(b.shares_with);
-      } else {
-        if (!with_unshared_outputs) continue;
-        b.offset = bytes;
-        bytes += round16(b.extent * int64_t(dtype_size(b.dtype)));
-      }
-      chosen.push_back(b);
-    }
-    return std::make_pair(chosen, bytes);
-  };
-  // Rows every row reads (weights) are a convenience, not a necessity (they stay in L1/L2): staged
-  // only while the block's shared memory stays within 48 KiB, so they never cost occupancy.
-  for (auto [inv, outs] : {std::pair{true, true}, {false, true}, {false, false}}) {
-    auto [chosen, bytes] = layout(inv, outs);
-    if (inv && bytes > std::min<int64_t>(budget_bytes, 48 * 1024)) continue;
-    if (bytes <= budget_bytes) {
-      out.buffers = chosen;
-      out.shared_bytes = bytes;
-      break;
-    }
-  }
-  if (out.buffers.empty()) return out;
-
-  std::set<int> staged_loads;
-  std::set<int> staged_stores;
-  for (const StagedBuffer& b : out.buffers) (b.is_output ? staged_stores : staged_loads).insert(b.param);
-  redirect_staged(out.body, staged_loads, staged_stores, "");
-  return out;
 }
 
 }  // namespace kiln::codegen::cuda

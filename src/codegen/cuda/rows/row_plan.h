@@ -1,8 +1,8 @@
-// Row staging for the CUDA target's row-block kernels: which buffers a block copies into shared
-// memory once per row (or once per block, when every row reads the same elements) so the row's
-// loops read them on chip, and which outputs the loops write there to be copied out with 16-byte
-// stores. Why: softmax reads its row three times and layer_norm twice; done from HBM with one
-// 2-byte load per element that held the row kernels at 1.1-1.8 TB/s.
+// What every CUDA row form plans (rows/*.cc): a row-block kernel's row body rewritten to read and
+// write its rows where the form keeps them (shared memory, registers, a ring of stages), with the
+// launch shape that implies; the device facts the forms check; and the helpers they share for
+// finding the buffers a row body reads as `base + i`. Why: one plan type lets the selector
+// (select_row_form.h) compare forms and the emitter print any of them.
 #pragma once
 
 #include <functional>
@@ -12,12 +12,43 @@
 #include <string>
 #include <vector>
 
+#include "codegen/cuda/rows/fused_row_reductions.h"
 #include "lower/loop_ir.h"
 
 namespace kiln::codegen::cuda {
 
 // A staged buffer's on-chip copy prints as `p<kStagedParamBase + param>` in the rewritten body.
 constexpr int kStagedParamBase = 1000;
+
+// Where the bulk ring's first stage starts in the dynamic shared memory (the mbarriers come first).
+constexpr int64_t kBulkRingOffset = 128;
+
+// The GPU a row kernel is planned for. The defaults are a GPU without clusters or bulk copies,
+// with the 48 KiB of dynamic shared memory every kernel gets without opting in; compile_cuda
+// passes the device's own.
+struct RowDevice {
+  int compute_major = 0;  // 9 and up: thread-block clusters, cp.async.bulk, st.async (mail)
+  // Dynamic shared memory a block may use (the opt-in limit less the reductions' static slots).
+  int64_t shared_per_block = 48 * 1024;
+  int64_t shared_per_multiprocessor = 0;  // what a multiprocessor's blocks share (0: unknown)
+  bool has_clusters() const { return compute_major >= 9; }
+  // cp.async.bulk and mbarrier transaction counts, with a multiprocessor's shared memory known.
+  bool has_bulk_copies() const { return compute_major >= 9 && shared_per_multiprocessor > 0; }
+
+  // From the device's attributes (compute capability, cudaDevAttrMaxSharedMemoryPerBlockOptin,
+  // cudaDevAttrMaxSharedMemoryPerMultiprocessor): the block reductions' static 1 KiB comes off the
+  // per-block budget. compile_cuda reads them from the device; `kiln dump --sm90` uses sm90().
+  static RowDevice from_limits(int compute_major, int64_t max_shared_per_block_optin,
+                               int64_t max_shared_per_multiprocessor) {
+    RowDevice d;
+    d.compute_major = compute_major;
+    d.shared_per_block = max_shared_per_block_optin > 1024 ? max_shared_per_block_optin - 1024 : 0;
+    d.shared_per_multiprocessor = max_shared_per_multiprocessor;
+    return d;
+  }
+  // An H100/H200 as compile_cuda sees one: 227 KiB opt-in a block, 228 KiB a multiprocessor.
+  static RowDevice sm90() { return from_limits(9, 227 * 1024, 228 * 1024); }
+};
 
 struct StagedBuffer {
   int param = -1;             // the kernel parameter staged
@@ -30,8 +61,8 @@ struct StagedBuffer {
   int64_t offset = 0;         // byte offset in the block's dynamic shared memory
 };
 
-// Register rows (plan_register_rows): a value computed in one row loop and again, identically, in
-// a later one (softmax's exp) is kept per thread in `array[kiln_e]` instead of recomputed.
+// Register rows: a value computed in one row loop and again, identically, in a later one
+// (softmax's exp) is kept per thread in `array[kiln_e]` instead of recomputed.
 struct KeptValue {
   std::string let;    // the Let of the earlier loop that writes the array
   std::string array;  // kiln_keepN
@@ -46,31 +77,14 @@ struct RowReciprocal {
   int loop = 0;      // index among the row body's loops of the first loop that uses it
 };
 
-// Register rows: two reductions of consecutive row loops combined into one block (and cluster)
-// reduction a row (fused_row_reductions.cc). The first loop's accumulator stays per thread; the
-// second loop measures its elements against that thread's own partial result (its max, its
-// mean); after the second loop the pair is reduced with a rule that rescales each thread's
-// second value to the row's first value (kiln_max_sum_combine, kiln_mean_m2_combine).
-struct FusedReduction {
-  enum Kind {
-    kMaxExpSum,    // max of x, then sum of exp(x - max): softmax
-    kMeanSquares,  // sum of x, then sum of (x - f(sum))^2: layer norm's mean and variance
-  };
-  Kind kind = kMaxExpSum;
-  int loop = 0;        // index among the row body's loops of the second loop
-  std::string first;   // the first loop's accumulator (the max; the sum)
-  std::string second;  // the second loop's (the sum of exp; of squares)
-  std::string count;   // kMeanSquares: the thread's element count (an accumulator of the first loop)
-  // kMaxExpSum: later loops' exp(x - max) (printed as `global_exp`) equals the second loop's
-  // exp(x - shift) (`local_exp`) times the thread's row-level `rescale`; plan_kept_values keeps
-  // the latter in registers where they allow, as for an unfused softmax.
-  std::string local_exp, global_exp, rescale;
-};
-
-struct RowStaging {
+// One row kernel's plan. Staged rows (staged_rows.cc) fill buffers, shared_bytes, body and threads;
+// register rows (register_rows.cc) everything from in_registers down, bulk rows (bulk_rows.cc) the
+// ring, cluster mail (cluster_mail.cc) `mail`.
+struct RowPlan {
   std::vector<StagedBuffer> buffers;  // empty: nothing staged, `body` is the original
   int64_t shared_bytes = 0;           // dynamic shared memory per block
   std::vector<lower::Stmt> body;      // the row body with staged loads and stores redirected
+  int threads = 0;                    // the block size the kernel is written for
 
   // Register rows (in_registers): each staged buffer is a per-thread array of `per_thread`
   // elements; thread t of the block holds elements (c * threads + t) * vector + j, j < vector, of
@@ -79,17 +93,20 @@ struct RowStaging {
   // split into `cluster` parts of `block_elements`, one per block of a thread-block cluster, and
   // the reductions are combined across the cluster through distributed shared memory.
   bool in_registers = false;
-  int threads = 0;
   int per_thread = 0;
   int vector = 1;
   int cluster = 1;
-  int64_t row_elements = 0;    // N, the row loops' common extent
-  int64_t block_elements = 0;  // elements of the row each block holds (N when cluster == 1)
+  int occupancy_threads = 1024;  // threads a multiprocessor holds at once (the launch bounds)
+  int64_t row_elements = 0;      // N, the row loops' common extent
+  int64_t block_elements = 0;    // elements of the row each block holds (N when cluster == 1)
   std::vector<KeptValue> kept;
   std::vector<RowReciprocal> reciprocals;
   bool prefetch = false;       // per-row inputs of the next row are loaded before this row's loops
   bool fast_exp = false;       // every stored value is a 16-bit float: exp via ex2.approx (kiln_exp16)
   std::vector<FusedReduction> fused;
+  // Fused reductions across the cluster exchange partials by mail (st.async completing each
+  // receiver's mbarrier, kiln_mail_combine) instead of a cluster barrier a row.
+  bool mail = false;
   // Row-invariant buffers (layer norm's weights) that do not stay in registers — no room, or the
   // row is split over a cluster — read one 16-byte chunk at a time inside the loops that use them
   // (`p<1000 + param>[kiln_e]`, loaded where kiln_e starts a chunk): one vector load per chunk
@@ -121,59 +138,7 @@ struct RowStaging {
   }
 };
 
-// Plans staging for a row body (the statements below the grid-mapped loops). A buffer qualifies
-// when every access inside the row loops reads (or, for an output, writes) element `base + i` of
-// a loop `for i < N` with a constant N, the same base and N each time, and (outputs) it is never
-// read. Rows every row reads are staged only while the total stays within 48 KiB (occupancy);
-// stages nothing when the per-row buffers would not fit in `budget_bytes`.
-RowStaging plan_row_staging(const std::vector<lower::Stmt>& row_body, const std::vector<std::string>& grid_vars,
-                            const std::vector<lower::KernelParam>& params, int64_t budget_bytes);
-
-struct RegisterRowOptions {
-  int max_threads = 1024;    // block size limit
-  // Blocks up to this size are preferred: a row longer than such a block holds is split over a
-  // cluster when clusters allow, so several rows share a multiprocessor (one 1024-thread block per
-  // multiprocessor left it idle while the block computed).
-  int preferred_threads = 256;
-  int max_per_thread = 32;   // row elements per thread and buffer
-  int max_cluster = 1;       // blocks that may share a row (thread-block clusters need sm_90); 1: none
-  int register_words = 48;   // 32-bit registers per thread for staged arrays and kept values
-  bool prefetch = true;      // load the block's next row while computing this one, if registers allow
-  bool fuse_reductions = true;  // softmax's and layer norm's two reductions as one (FusedReduction)
-  int fuse_norm_max_per_thread = 16;  // layer norm's mean and variance only up to this many elements
-  // Threads a multiprocessor should hold at once (the launch bounds' minimum blocks); 1024 leaves
-  // 64 registers a thread, 768 leaves 80.
-  int occupancy_threads = 1024;
-  bool chunks = true;  // chunked weights and stores (RowStaging::chunked, chunked_stores)
-  // Bulk rows (RowStaging::bulk_stages): up to this many stages, for rows of at least
-  // `bulk_min_per_thread` elements a thread, within the shared memory a multiprocessor has (0: no
-  // bulk rows, e.g. before sm_90) shared by the blocks `occupancy_threads` allows, and at most
-  // `shared_per_block` per block.
-  int bulk_stages = 3;
-  int bulk_min_per_thread = 32;
-  int64_t shared_per_multiprocessor = 0;
-  int64_t shared_per_block = 0;
-  // Fused reductions across a cluster exchange the blocks' partials by mail (st.async completing
-  // an mbarrier of each receiver) instead of a cluster barrier a row.
-  bool cluster_mail = false;
-  bool weights_in_shared = true;  // RowStaging::chunked_in_shared where shared memory allows
-};
-
-// Where the bulk ring's first stage starts in the dynamic shared memory (the mbarriers come first).
-constexpr int64_t kBulkRingOffset = 128;
-
-// Plans register rows (see RowStaging::in_registers) for a row body whose loops are all simple
-// (no nested loop) with one common constant extent. Returns a staging with no buffers when the
-// body does not qualify or the arrays would not fit `register_words`; the caller then falls back
-// to plan_row_staging. Kept values and reciprocals are only planned here (see KeptValue).
-RowStaging plan_register_rows(const std::vector<lower::Stmt>& row_body, const std::vector<std::string>& grid_vars,
-                              const std::vector<lower::KernelParam>& params, const RegisterRowOptions& options);
-
-// Rewrites `body` (a register-row body) so that each pair of consecutive row loops computing a
-// softmax's (max, sum of exp) or a layer norm's (sum, sum of squares) is reduced across threads
-// once, after the second loop (see FusedReduction); returns the fusions made. Pairs that do not
-// match the pattern exactly are left alone, and mean/variance pairs unless `mean_squares`.
-std::vector<FusedReduction> fuse_row_reductions(std::vector<lower::Stmt>& body, bool mean_squares);
+inline int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
 // The scalar tree s with every node for which `replace` returns non-null replaced by that (its
 // arguments not visited); the nodes above a replacement are copied, the rest shared.
