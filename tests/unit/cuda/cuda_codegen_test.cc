@@ -17,6 +17,7 @@
 #include "kiln/demo.h"
 #include "kiln/trace.h"
 #include "kiln/interp.h"
+#include "codegen/cuda/step_placement.h"
 #include "runtime/cuda/cuda_executable.h"
 #include "runtime/cuda/nvrtc_compiler.h"
 #include "runtime/executable.h"
@@ -26,18 +27,37 @@
 namespace kiln::testing {
 namespace {
 
-// Samples whose lowering needs only generated kernels and float matmuls: what the CUDA backend runs.
+// Whether compile_cuda runs a lowered graph: its placement of library steps (host steps, cuBLASLt,
+// fused attention; codegen/cuda/step_placement.h) accepts every one, and each matmul's batch dims
+// are ones cuBLASLt takes.
 bool runs_on_cuda(const runtime::CompiledExecutable& low) {
-  for (const auto& step : low.steps) {
-    if (!step.library || step.node->op == Op::ShapeOf) continue;
-    if (step.node->op != Op::MatMul) return false;
-    if (!cuda::cuda_matmul_batch_supported(step.node->inputs[0]->type.static_shape(),
+  try {
+    codegen::cuda::place_library_steps(low);
+  } catch (const Error&) {
+    return false;
+  }
+  for (const auto& step : low.steps)
+    if (step.library && step.node->op == Op::MatMul &&
+        !cuda::cuda_matmul_batch_supported(step.node->inputs[0]->type.static_shape(),
                                            step.node->inputs[1]->type.static_shape()))
       return false;
-    DType t = step.node->outputs[0]->type.dtype;
-    if (t != DType::F32 && t != DType::F16 && t != DType::BF16) return false;
-  }
   return true;
+}
+
+// The same for a graph as compile_cuda lowers it: its graph checks, its preparation (split into
+// slices; attention its kernel cannot run decomposed), attention kept whole for the fused kernel.
+bool graph_runs_on_cuda(const Graph& g) {
+  try {
+    codegen::cuda::check_cuda_graph(g);
+  } catch (const Error&) {
+    return false;
+  }
+  std::unique_ptr<Graph> prepared = g.clone();
+  codegen::cuda::prepare_graph_for_cuda(*prepared, /*fused_attention=*/true);
+  CompileOptions o;
+  o.keep_whole.insert(Op::Attention);
+  o.attention_reads_views = true;
+  return runs_on_cuda(*runtime::lower_for_target(*prepared, o, "kiln_"));
 }
 
 TEST(CudaCodegen, EveryGeneratedOpSampleCompilesWithNvrtc) {
@@ -159,7 +179,7 @@ TEST(CudaCompiled, EveryOpSampleMatchesTheInterpreter) {
   for (size_t i = 0; i < samples.size(); ++i) {
     const OpSample& s = samples[i];
     std::unique_ptr<Graph> one = build_sample_graph(s);
-    if (!runs_on_cuda(*runtime::lower_for_target(*one, CompileOptions{}, "kiln_"))) {
+    if (!graph_runs_on_cuda(*one)) {
       skipped.insert(std::string(op_name(s.op)));
       continue;
     }
