@@ -32,7 +32,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu 
 if [ $memcheck = 1 ]; then
   sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   "$sanitizer" --tool memcheck --error-exitcode 3 \
-    .gpu/test_cuda --gtest_brief=1 --gtest_filter='CudaCompiled.Row*:CudaCompiled.Register*:CudaCompiled.Fused*:CudaCompiled.Intermediates*:CudaCompiled.Vector*:CudaCompiled.Bias*:CudaCompiled.Batched*:CudaCompiled.Staged*:CudaGpu.*:GpuEager.*' \
+    .gpu/test_cuda --gtest_brief=1 --gtest_filter='CudaCompiled.*:CudaBulkRows.*:CudaClusterMail.*:CudaFusedRowReductions.*:CudaRegisterRows.*:CudaStagedRows.*:CudaGpu.*:GpuEager.*' \
     > /tmp/memcheck.log 2>&1; echo "memcheck exit $?" >> /tmp/memcheck.log; tail -4 /tmp/memcheck.log | tee -a "$log"
 fi
 .gpu/kiln-gpu-probe --json "$out/gpu-probe.json" 2>&1 | tail -30 | tee -a "$log"; [ "${PIPESTATUS[0]}" = 0 ] || rc=1
