@@ -185,7 +185,9 @@ inline float kiln_exp(float x) {
   float p = 1.0f + r * (1.0f + r * (0.5f + r * (0.166666672f + r * (0.0416666679f +
             r * (0.00833333377f + r * (0.00138888892f + r * 0.000198412701f))))));
   int32_t h = ni >> 1;
-  int32_t b1 = (h + 127) << 23, b2 = (ni - h + 127) << 23;  // 2^h and 2^(n-h), both normal
+  // 2^h and 2^(n-h), both normal; shifted unsigned, as a NaN x (whose result is x) gives an n whose
+  // exponent bits a signed shift could not hold.
+  uint32_t b1 = uint32_t(h + 127) << 23, b2 = uint32_t(ni - h + 127) << 23;
   float s1, s2;
   std::memcpy(&s1, &b1, 4);
   std::memcpy(&s2, &b2, 4);
