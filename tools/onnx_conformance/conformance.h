@@ -47,4 +47,11 @@ int run_compiled_mode(const std::vector<std::filesystem::path>& tests, const Com
 
 std::string one_line(std::string s);
 
+// Checks that every test named in the list at `path` (one name a line, # comments) is in
+// `passing`; 1 naming the tests that left it, 0 otherwise (new passes are reported, not failed).
+// With `ran` non-null (a --filter run), only the listed tests among those are checked. With
+// `write_path`, first writes `passing` there. An empty `path` checks nothing.
+int check_passing_list(const std::string& path, const std::vector<std::string>& passing,
+                       const std::vector<std::string>* ran, const std::string& write_path);
+
 }  // namespace conformance

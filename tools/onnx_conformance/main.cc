@@ -30,7 +30,7 @@ using conformance::one_line;
 namespace {
 
 struct Options {
-  std::string data_dir, report, floor_file, filter, exceptions_file;
+  std::string data_dir, report, floor_file, filter, exceptions_file, passing_file, write_passing_file;
   std::string suite = "node";  // --suite: folders under onnx/backend/test/data
   int jobs = 2;
   int timeout_s = 20;
@@ -144,6 +144,8 @@ int main(int argc, char** argv) {
     else if (a == "--suite") opts.suite = value();
     else if (a == "--report") opts.report = value();
     else if (a == "--floor") opts.floor_file = value();
+    else if (a == "--passing") opts.passing_file = value();
+    else if (a == "--write-passing") opts.write_passing_file = value();
     else if (a == "--filter") opts.filter = value();
     else if (a == "--jobs") opts.jobs = std::max(1, std::stoi(value()));
     else if (a == "--timeout") opts.timeout_s = std::max(1, std::stoi(value()));
@@ -153,7 +155,7 @@ int main(int argc, char** argv) {
     else if (a == "--batch") opts.batch = std::max(1, std::stoi(value()));
     else {
       std::cerr << "usage: onnx_conformance [--data-dir DIR] [--report FILE.md] [--floor FILE] [--filter SUBSTR]\n"
-                   "                        [--jobs N] [--timeout S] [-v]\n"
+                   "                        [--passing FILE] [--write-passing FILE] [--jobs N] [--timeout S] [-v]\n"
                    "                        [--compile [--batch N] [--exceptions FILE]]\n"
                    "--compile runs every test the interpreter passes through kiln::optimize + kiln::compile\n"
                    "(N tests per translation unit) and compares at the same tolerances; it fails when a compiled\n"
@@ -238,5 +240,11 @@ int main(int argc, char** argv) {
     }
     std::cout << "onnx_conformance: pass count " << pass << " >= floor " << floor << "\n";
   }
-  return 0;
+  std::vector<std::string> passing, ran;
+  for (const auto& r : results) {
+    ran.push_back(r.name);
+    if (r.status == "pass") passing.push_back(r.name);
+  }
+  return conformance::check_passing_list(opts.passing_file, passing, opts.filter.empty() ? nullptr : &ran,
+                                         opts.write_passing_file);
 }
