@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kiln/ceilings.h"
 #include "kiln/compile.h"
 #include "kiln/cuda.h"
 #include "kiln/graph.h"
@@ -69,6 +70,10 @@ class Target {
   // The measured copy bandwidth of a `bytes`-sized buffer, GB/s (read + write; the median or best
   // of `repeats` copies after a warm-up): the gap meter's and the roofline's memory ceiling.
   virtual double copy_gbps(int64_t bytes, int repeats) const = 0;
+  // The roofline's ceilings. The CPU: `kiln calibrate`'s (cached next to the compile cache; measured
+  // quickly when missing). CUDA: the copy bandwidth measured now (GEMM
+  // rate and launch cost left 0: not measured).
+  virtual Ceilings ceilings() const = 0;
 };
 
 // The CPU: kiln::compile's generated C++ and library calls; eager kernels for the baseline.

@@ -24,6 +24,9 @@ class CpuTarget final : public Target {
     return eager::run_graph(g, inputs, sb);
   }
   double copy_gbps(int64_t bytes, int repeats) const override;
+  Ceilings ceilings() const override {
+    return load_or_measure_ceilings();
+  }
 
 };
 

@@ -60,6 +60,14 @@ class CudaTarget final : public Target {
     return exe->run(inputs, sb);
   }
 
+  Ceilings ceilings() const override {
+    Ceilings c;
+    c.copy_bytes = int64_t(256) << 20;
+    c.copy_gbps = copy_gbps(c.copy_bytes, 7);
+    c.quick = true;
+    return c;
+  }
+
   double copy_gbps(int64_t bytes, int) const override {
     require_available();
     return cuda_copy_gbps(bytes, options_.device);

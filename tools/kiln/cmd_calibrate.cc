@@ -2,8 +2,9 @@
 #include <iostream>
 #include <memory>
 
-#include "calibrate.h"
+#include "kiln/ceilings.h"
 #include "commands.h"
+#include "progress.h"
 
 namespace kiln::cli {
 
@@ -20,7 +21,8 @@ Command add_calibrate_command(CLI::App& parent) {
   app->add_flag("--json", o->json, "Print the ceilings as JSON");
   return Command{app, [o](const GlobalOptions&) {
                    bool had = cached_ceilings().has_value();
-                   Ceilings c = had && !o->force ? *cached_ceilings() : load_or_measure_ceilings(true, !o->quick);
+                   Ceilings c = had && !o->force ? *cached_ceilings() : load_or_measure_ceilings(true, !o->quick, progress);
+                   progress_done();
                    if (o->json) {
                      std::cout << c.to_json();
                      return 0;

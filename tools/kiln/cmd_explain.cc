@@ -6,6 +6,7 @@
 
 #include "commands.h"
 #include "explain_report.h"
+#include "kiln/ceilings.h"
 #include "kiln/aot.h"
 #include "kiln/error.h"
 #include "model_source.h"
@@ -52,7 +53,8 @@ Command add_explain_command(CLI::App& parent) {
                      inputs = std::move(m.inputs);
                      label = m.label;
                    }
-                   Ceilings ceilings = load_or_measure_ceilings();
+                   Ceilings ceilings = load_or_measure_ceilings(false, false, progress);  // as cpu_target().ceilings(), with progress
+                   progress_done();
                    progress("measuring kernels");
                    ExplainReport report = explain_executable(label, *exe, inputs, ceilings, o->repeats);
                    progress_done();

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "calibrate.h"
+#include "kiln/ceilings.h"
 #include "kiln/compile.h"
 #include "kiln/host_tensor.h"
 

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "calibrate.h"
+#include "kiln/ceilings.h"
 #include "kernels/cpu/eager.h"
 #include "kiln/error.h"
 #include "progress.h"

@@ -1,5 +1,5 @@
 // The GPU eager backend of kiln::Tensor: `x.to(Device::CUDA)` uploads, and every op on CUDA
-// tensors runs as its own launch — the op compiled alone by compile_cuda (its decomposition fused
+// tensors runs as its own launch — the op compiled alone by the CUDA target (its decomposition fused
 // into one kernel where the scheduler can, matmuls through cuBLASLt, no CUDA graph), cached per op,
 // attributes, dtypes and shapes — on one stream shared by all eager ops, filling the scoreboard.
 // Why: the GPU baseline that compiled graphs are measured against, with the host cost of
@@ -11,6 +11,7 @@
 
 #include "kiln/cuda.h"
 #include "kiln/error.h"
+#include "kiln/target.h"
 #include "kiln/tensor.h"
 #include "runtime/cuda/cuda_device.h"
 #include "runtime/cuda/cuda_executable.h"
@@ -108,9 +109,14 @@ std::shared_ptr<CudaExecutable> compiled_op(Op op, const std::vector<Tensor>& op
     ins.push_back(g.add_input(str("x", i), TensorType{operands[i].dtype(), shape, Device::CPU}));
   }
   g.set_outputs(g.add_node(op, ins, attrs));
-  CudaCompileOptions options;
-  options.use_graphs = false;  // an eager op is one launch, queued as it is called
-  std::shared_ptr<Executable> exe = compile_cuda(g, options);
+  // Through the CUDA Target like every other compile (its compile, not compile_for: an eager op runs
+  // as it was called, with no optimizer pipeline); an eager op is one launch, queued as it is called.
+  static const std::unique_ptr<Target> eager_target = [] {
+    CudaCompileOptions options;
+    options.use_graphs = false;
+    return cuda_target(options);
+  }();
+  std::shared_ptr<Executable> exe = eager_target->compile(g, CompileOptions{});
   auto cuda_exe = std::dynamic_pointer_cast<CudaExecutable>(exe);
   KILN_ASSERT(cuda_exe != nullptr);
   cuda_exe->stream_ = eager_stream();

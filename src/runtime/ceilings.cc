@@ -1,5 +1,5 @@
-// Measuring and caching the machine's ceilings (see calibrate.h).
-#include "calibrate.h"
+// Measuring and caching the CPU's ceilings (see kiln/ceilings.h).
+#include "kiln/ceilings.h"
 
 #include <algorithm>
 #include <chrono>
@@ -18,9 +18,8 @@
 #include "kiln/compile.h"
 #include "kiln/error.h"
 #include "kiln/target.h"
-#include "progress.h"
 
-namespace kiln::cli {
+namespace kiln {
 
 namespace {
 using Clock = std::chrono::steady_clock;
@@ -69,19 +68,21 @@ void launch_overhead(int repeats, double* kernel_us, double* run_us) {
 }
 }  // namespace
 
-Ceilings measure_ceilings(bool quick) {
+Ceilings measure_ceilings(bool quick, const CalibrationProgress& progress) {
   Ceilings c;
   c.quick = quick;
   c.threads = eager::num_threads();
   c.copy_bytes = quick ? int64_t(64) << 20 : int64_t(256) << 20;
   c.gemm_n = quick ? 384 : 1024;
-  progress("calibrating: copy bandwidth");
+  auto say = [&](const char* what) {
+    if (progress) progress(what);
+  };
+  say("calibrating: copy bandwidth");
   c.copy_gbps = cpu_target().copy_gbps(c.copy_bytes, quick ? 3 : 7);
-  progress("calibrating: sgemm rate");
+  say("calibrating: sgemm rate");
   c.gemm_gflops = gemm_gflops(c.gemm_n, quick ? 3 : 5);
-  progress("calibrating: launch overhead");
+  say("calibrating: launch overhead");
   launch_overhead(quick ? 50 : 500, &c.launch_us, &c.run_overhead_us);
-  progress_done();
   c.measured_at = utc_now();
   return c;
 }
@@ -130,11 +131,11 @@ std::optional<Ceilings> cached_ceilings() {
   }
 }
 
-Ceilings load_or_measure_ceilings(bool force, bool full) {
+Ceilings load_or_measure_ceilings(bool force, bool full, const CalibrationProgress& progress) {
   if (!force) {
     if (auto c = cached_ceilings()) return *c;
   }
-  Ceilings c = measure_ceilings(!full);
+  Ceilings c = measure_ceilings(!full, progress);
   std::filesystem::create_directories(compile_cache_dir());
   std::string tmp = ceilings_path() + ".tmp." + std::to_string(getpid());  // concurrent runs
   std::ofstream(tmp) << c.to_json();
@@ -142,4 +143,4 @@ Ceilings load_or_measure_ceilings(bool force, bool full) {
   return c;
 }
 
-}  // namespace kiln::cli
+}  // namespace kiln

@@ -1,13 +1,15 @@
-// This machine's ceilings (copy bandwidth, peak GEMM rate, launch overhead of a compiled kernel),
+// The CPU's ceilings (copy bandwidth, peak GEMM rate, launch overhead of a compiled kernel),
 // measured once and cached as JSON next to the compile cache. Why: a roofline needs the machine's
-// own numbers; `kiln explain` and `kiln gap` compare every kernel against them.
+// own numbers; `kiln explain` and `kiln gap` compare every kernel against them, and
+// kiln::Target::ceilings() hands them out with the target.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
-namespace kiln::cli {
+namespace kiln {
 
 struct Ceilings {
   double copy_gbps = 0;       // memcpy, bytes read + bytes written per second / 1e9
@@ -23,13 +25,15 @@ struct Ceilings {
   static Ceilings from_json(const std::string& text);  // throws kiln::Error on a malformed file
 };
 
-Ceilings measure_ceilings(bool quick);
+// `progress`, when set, hears each phase ("calibrating: copy bandwidth").
+using CalibrationProgress = std::function<void(const std::string&)>;
+Ceilings measure_ceilings(bool quick, const CalibrationProgress& progress = {});
 
 // compile_cache_dir()/ceilings.json
 std::string ceilings_path();
 // The cached ceilings when present, readable and measured with the current thread count.
 std::optional<Ceilings> cached_ceilings();
 // Cached, or measured (quick unless full) and cached.
-Ceilings load_or_measure_ceilings(bool force = false, bool full = false);
+Ceilings load_or_measure_ceilings(bool force = false, bool full = false, const CalibrationProgress& progress = {});
 
-}  // namespace kiln::cli
+}  // namespace kiln
