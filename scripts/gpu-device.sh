@@ -33,7 +33,10 @@ if [ $memcheck = 1 ]; then
   sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   "$sanitizer" --tool memcheck --error-exitcode 3 \
     .gpu/test_cuda --gtest_brief=1 --gtest_filter='CudaCompiled.*:CudaBulkRows.*:CudaClusterMail.*:CudaFusedRowReductions.*:CudaRegisterRows.*:CudaStagedRows.*:CudaGpu.*:GpuEager.*' \
-    > /tmp/memcheck.log 2>&1; echo "memcheck exit $?" >> /tmp/memcheck.log; tail -4 /tmp/memcheck.log | tee -a "$log"
+    > /tmp/memcheck.log 2>&1
+  mc=$?
+  echo "memcheck exit $mc" >> /tmp/memcheck.log; tail -4 /tmp/memcheck.log | tee -a "$log"
+  [ $mc = 0 ] || rc=1  # an error memcheck finds (exit 3) fails the script, like a failing test
 fi
 .gpu/kiln-gpu-probe --json "$out/gpu-probe.json" 2>&1 | tail -30 | tee -a "$log"; [ "${PIPESTATUS[0]}" = 0 ] || rc=1
 .gpu/kiln-gpu-bench --json "$out/kiln-gpu-bench.json" 2>&1 | tee -a "$log"; [ "${PIPESTATUS[0]}" = 0 ] || rc=1
