@@ -21,14 +21,19 @@ using namespace kiln;
 
 namespace {
 
-// Compares `outs` with DIR/output_<i>.npy; prints one line per output; returns the bad count.
+// Compares `outs` with DIR/output_<i>.npy; prints one line per output; returns the bad count (a
+// missing expected file counts as bad).
 int compare_with_reference(const fs::path& dir, const std::string& mode, const std::vector<HostTensor>& outs,
                            double rtol, double atol) {
   int bad = 0;
   std::string name = dir.filename().string();
   for (size_t i = 0; i < outs.size(); ++i) {
     fs::path f = dir / str("output_", i, ".npy");
-    if (!fs::exists(f)) continue;
+    if (!fs::exists(f)) {  // a check without its expected output checks nothing: that is a failure
+      std::cout << name << " [" << mode << "]: output " << i << ": the expected " << f.string() << " is missing\n";
+      ++bad;
+      continue;
+    }
     HostTensor want = read_npy(f.string());
     if (want.shape() != outs[i].shape()) {
       std::cout << name << " [" << mode << "]: output " << i << " shape " << dims_to_string(outs[i].shape())
@@ -42,6 +47,10 @@ int compare_with_reference(const fs::path& dir, const std::string& mode, const s
       double a = outs[i].get_f64(k), b = want.get_f64(k);
       double err = std::fabs(a - b);
       max_err = std::max(max_err, err);
+      if (std::isnan(a) || std::isnan(b)) {
+        if (std::isnan(a) != std::isnan(b)) ++wrong;  // NaN exactly where the reference has one
+        continue;
+      }
       if (!(err <= atol + rtol * std::fabs(b))) ++wrong;
     }
     std::cout << name << " [" << mode << "]: output " << i << " " << dims_to_string(want.shape())
