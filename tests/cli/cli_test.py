@@ -248,6 +248,13 @@ def test_dump_onnx():
     d = os.path.join(TMP, "dump-onnx")
     kiln("dump", ONNX_MODEL, "--dir", d)
     check_dump(d)
+    # A model the GPU cannot run yet (gather has no CUDA kernel) is still dumped; the CUDA program
+    # says why compile_cuda would refuse it.
+    gather = os.path.join(os.path.dirname(os.path.dirname(ONNX_MODEL)), "test_gather_0", "model.onnx")
+    dg = os.path.join(TMP, "dump-gather")
+    kiln("dump", gather, "--dir", dg)
+    prog = open(os.path.join(dg, "program-cuda.txt")).read()
+    expect(prog.startswith("compile_cuda refuses this graph:") and "gather" in prog, f"program-cuda.txt: {prog[:300]}")
 
 
 def test_profile():

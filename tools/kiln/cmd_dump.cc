@@ -16,8 +16,7 @@
 #include "progress.h"
 #include "codegen/cuda/attention_kernel.h"
 #include "codegen/cuda/cuda_emitter.h"
-#include "codegen/cuda/prepare_graph.h"
-#include "codegen/cuda/step_placement.h"
+#include "runtime/cuda_lowering.h"
 #include "kiln/cuda.h"
 #include "kiln/target.h"
 #include "runtime/executable.h"
@@ -86,17 +85,14 @@ Command add_dump_command(CLI::App& parent) {
                    std::vector<codegen::cuda::CudaKernelSource> cuda_kernels;
                    std::unique_ptr<Graph> gpu_graph = m.graph->clone();
                    optimize(*gpu_graph, cuda_target()->optimize_options());
-                   codegen::cuda::prepare_graph_for_cuda(*gpu_graph, /*fused_attention=*/true);
-                   CompileOptions gpu_copts = copts;
-                   gpu_copts.keep_whole.insert(Op::Attention);
-                   gpu_copts.attention_reads_views = true;
-                   const auto gpu_lowered = runtime::lower_for_target(*gpu_graph, gpu_copts, "kiln_");
-                   // Where compile_cuda runs each library step (host, cuBLASLt, the fused attention
-                   // kernel); a graph the GPU cannot run fails here, naming the node, as on a GPU.
-                   const codegen::cuda::StepPlacement placement = codegen::cuda::place_library_steps(*gpu_lowered);
-                   for (size_t i : placement.host_steps) gpu_lowered->steps[i].host = true;
-                   write(dir / "program-cuda.txt", lower::print_program(*gpu_lowered));
-                   const std::set<std::pair<DType, int64_t>>& attention = placement.attention_kernels;
+                   // As compile_cuda lowers it; a graph the GPU cannot run yet (an op without a CUDA
+                   // kernel) still gets the kernels of the rest, and program-cuda.txt says why.
+                   const runtime::CudaLowering gpu = runtime::lower_for_cuda(*gpu_graph, copts, /*fused_attention=*/true, "kiln_");
+                   const auto& gpu_lowered = gpu.program;
+                   write(dir / "program-cuda.txt",
+                         (gpu.refusal.empty() ? "" : "compile_cuda refuses this graph: " + gpu.refusal + "\n\n") +
+                             lower::print_program(*gpu_lowered));
+                   const std::set<std::pair<DType, int64_t>>& attention = gpu.placement.attention_kernels;
                    codegen::cuda::CudaEmitOptions emit;
                    if (o->sm90) emit.device = codegen::cuda::RowDevice::sm90();  // as compile_cuda sees an H200
                    for (const auto& k : gpu_lowered->kernels)

@@ -7,10 +7,10 @@
 #include <iterator>
 #include <set>
 
-#include "codegen/cuda/prepare_graph.h"
 #include "codegen/cuda/step_placement.h"
 #include "kiln/error.h"
 #include "runtime/compile_cache.h"
+#include "runtime/cuda_lowering.h"
 #include "runtime/cuda/cuda_device.h"
 #include "runtime/cuda/cuda_executable_internal.h"
 #include "runtime/cuda/nvrtc_compiler.h"
@@ -63,22 +63,18 @@ std::shared_ptr<Executable> compile_cuda_with_row_forms(const Graph& g, const Cu
   auto exe = std::make_shared<CudaExecutable>();
   exe->options = options;
   exe->row_forms = forms;
-  codegen::cuda::check_cuda_graph(g);
+  codegen::cuda::check_cuda_graph(g);  // before the device: the graph's problem is the one to report
   codegen::cuda::check_row_form(options.row_form.empty() ? forms.form : options.row_form);
   CudaDevice& device = CudaDevice::get(options.device);
   device.make_current();
   // The fused attention kernel needs mma.sync on f16/bf16 and cp.async (sm_80).
   const bool fused_attention = options.fused_attention && device.info().compute_major >= 8;
-  std::unique_ptr<Graph> prepared = g.clone();
-  codegen::cuda::prepare_graph_for_cuda(*prepared, fused_attention);
-  CompileOptions base = options.base;
-  if (fused_attention) base.keep_whole.insert(Op::Attention), base.attention_reads_views = true;
-  exe->lowered = runtime::lower_for_target(*prepared, base, "kiln_cu_");
+  runtime::CudaLowering lowering = runtime::lower_for_cuda(g, options.base, fused_attention, "kiln_cu_");
+  if (!lowering.refusal.empty()) throw Error(lowering.refusal);
+  exe->lowered = lowering.program;
   const runtime::CompiledExecutable& low = *exe->lowered;
-  const codegen::cuda::StepPlacement placement = codegen::cuda::place_library_steps(low);
-  exe->host_steps_ = placement.host_steps;
-  for (size_t i : placement.host_steps) exe->lowered->steps[i].host = true;
-  const std::set<std::pair<DType, int64_t>>& attention_kernels = placement.attention_kernels;
+  exe->host_steps_ = lowering.placement.host_steps;
+  const std::set<std::pair<DType, int64_t>>& attention_kernels = lowering.placement.attention_kernels;
   if (options.fuse_epilogues) {
     for (size_t i = 0; i + 1 < low.steps.size(); ++i) {
       if (!low.steps[i].library || low.steps[i].node->op != Op::MatMul) continue;

@@ -18,6 +18,7 @@
 #include "kiln/trace.h"
 #include "kiln/interp.h"
 #include "codegen/cuda/step_placement.h"
+#include "runtime/cuda_lowering.h"
 #include "runtime/cuda/cuda_executable.h"
 #include "runtime/cuda/nvrtc_compiler.h"
 #include "runtime/executable.h"
@@ -44,20 +45,10 @@ bool runs_on_cuda(const runtime::CompiledExecutable& low) {
   return true;
 }
 
-// The same for a graph as compile_cuda lowers it: its graph checks, its preparation (split into
-// slices; attention its kernel cannot run decomposed), attention kept whole for the fused kernel.
+// The same for a graph as compile_cuda lowers it (runtime::lower_for_cuda).
 bool graph_runs_on_cuda(const Graph& g) {
-  try {
-    codegen::cuda::check_cuda_graph(g);
-  } catch (const Error&) {
-    return false;
-  }
-  std::unique_ptr<Graph> prepared = g.clone();
-  codegen::cuda::prepare_graph_for_cuda(*prepared, /*fused_attention=*/true);
-  CompileOptions o;
-  o.keep_whole.insert(Op::Attention);
-  o.attention_reads_views = true;
-  return runs_on_cuda(*runtime::lower_for_target(*prepared, o, "kiln_"));
+  runtime::CudaLowering l = runtime::lower_for_cuda(g, CompileOptions{}, /*fused_attention=*/true, "kiln_");
+  return l.refusal.empty() && runs_on_cuda(*l.program);
 }
 
 TEST(CudaCodegen, EveryGeneratedOpSampleCompilesWithNvrtc) {

@@ -1,6 +1,6 @@
 // The CUDA op table (src/runtime/op_support_cuda.def) against what compile_cuda accepts, on every
 // op sample, without a GPU: the target's optimizer pipeline, the CUDA graph preparation, the
-// shared lowering and compile_cuda's step placement (codegen/cuda/step_placement.h). Why: the
+// shared lowering and compile_cuda's step placement (runtime::lower_for_cuda). Why: the
 // table is what `kiln ops` and docs/ops-support.md tell users; it must not claim a CUDA path that
 // fails, nor miss one that runs.
 #include <gtest/gtest.h>
@@ -9,13 +9,11 @@
 #include <set>
 #include <string>
 
-#include "codegen/cuda/prepare_graph.h"
 #include "common/op_samples.h"
 #include "kiln/error.h"
 #include "kiln/target.h"
 #include "runtime/cuda/elementwise_chain.h"
-#include "runtime/executable.h"
-#include "codegen/cuda/step_placement.h"
+#include "runtime/cuda_lowering.h"
 
 namespace kiln::testing {
 namespace {
@@ -25,14 +23,7 @@ std::string cuda_refusal(const OpSample& s) {
   try {
     std::unique_ptr<Graph> g = build_sample_graph(s);
     optimize(*g, cuda_target()->optimize_options());
-    codegen::cuda::check_cuda_graph(*g);
-    codegen::cuda::prepare_graph_for_cuda(*g, /*fused_attention=*/true);
-    CompileOptions o;
-    o.keep_whole.insert(Op::Attention);
-    o.attention_reads_views = true;
-    auto low = runtime::lower_for_target(*g, o, "kiln_t_");
-    codegen::cuda::place_library_steps(*low);
-    return "";
+    return runtime::lower_for_cuda(*g, CompileOptions{}, /*fused_attention=*/true, "kiln_t_").refusal;
   } catch (const Error& e) {
     return e.what();
   }
