@@ -1,4 +1,4 @@
-// The comparison the compiled and GPU tests use (compare_tensors in compile_test_util.h) must fail
+// The comparison contract every test family uses (tests/common/compare.h) must fail
 // on the wrong answers a broken kernel gives. Why: with a fixed absolute floor an all-zeros softmax
 // over a wide row passed in every dtype (each element is far below the floor).
 #include <gtest/gtest.h>
@@ -48,6 +48,37 @@ TEST(CompareContract, NanPositionsSignsOfInfinityAndIntegersAreExact) {
   a.set_i64(0, 1000000), b.set_i64(0, 1000000);
   a.set_i64(1, 7), b.set_i64(1, 8);
   EXPECT_NE(compare_tensors(a, b), "") << "integers are exact";
+}
+
+TEST(CompareContract, UlpsAreUnitsOfTheOutputDtype) {
+  EXPECT_EQ(ulp_of(DType::F16, 1.0), std::ldexp(1.0, -10));
+  EXPECT_EQ(ulp_of(DType::F16, 1.5), std::ldexp(1.0, -10));
+  EXPECT_EQ(ulp_of(DType::F16, 2.0), std::ldexp(1.0, -9));
+  EXPECT_EQ(ulp_of(DType::F16, 0.0), std::ldexp(1.0, -24)) << "the smallest subnormal";
+  EXPECT_EQ(ulp_of(DType::BF16, -3.0), std::ldexp(1.0, -6));
+  EXPECT_EQ(ulp_of(DType::F32, 1.0), std::ldexp(1.0, -23));
+  EXPECT_EQ(ulp_of(DType::I32, 1.0), 0);
+  HostTensor want = HostTensor::from_doubles(DType::F16, {3}, {1.0, 1000.0, 1e-6});
+  HostTensor one_ulp = HostTensor::from_doubles(DType::F16, {3}, {1.0 + std::ldexp(1.0, -10), 1000.5, 1e-6 + std::ldexp(1.0, -24)});
+  HostTensor two_ulps = HostTensor::from_doubles(DType::F16, {3}, {1.0 + std::ldexp(1.0, -9), 1000.0, 1e-6});
+  EXPECT_EQ(compare_tensors(one_ulp, want, Tolerance{.ulps = 1}), "");
+  EXPECT_NE(compare_tensors(two_ulps, want, Tolerance{.ulps = 1}), "");
+  EXPECT_NE(compare_tensors(one_ulp, want, Tolerance{}), "") << "all zero: bit-for-bit values";
+}
+
+TEST(CompareContract, TheFloorScalesWithTheOutputsLargestMagnitude) {
+  HostTensor want = HostTensor::from_doubles(DType::F32, {2}, {100.0, 0.001});
+  HostTensor got = HostTensor::from_doubles(DType::F32, {2}, {100.0, 0.05});
+  EXPECT_EQ(compare_tensors(got, want, Tolerance{.floor = 1e-3}), "") << "0.049 <= 1e-3 x 100";
+  EXPECT_NE(compare_tensors(got, want, Tolerance{.floor = 1e-4}), "");
+  EXPECT_NE(compare_tensors(got, want, Tolerance{.rtol = 1e-3}), "") << "relative alone";
+  EXPECT_EQ(compare_tensors(got, want, scaled(Tolerance{.floor = 1e-4}, 10)), "");
+}
+
+TEST(CompareContract, ShapesAndDtypesMustMatch) {
+  HostTensor a = HostTensor::from_doubles(DType::F32, {2}, {1, 2}), b = HostTensor::from_doubles(DType::F32, {1, 2}, {1, 2});
+  EXPECT_NE(compare_tensors(a, b), "");
+  EXPECT_NE(compare_tensors(a, HostTensor::from_doubles(DType::F64, {2}, {1, 2})), "");
 }
 
 }  // namespace

@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <string>
 
+#include "common/compare.h"
+#include "common/row_statistics.h"
 #include "kiln/compile.h"
 #include "kiln/interp.h"
 
@@ -27,54 +29,11 @@ inline CompileOptions test_options() {
   return o;
 }
 
-// Relative and absolute tolerance for results of dtype d computed in its compute type.
-inline double tolerance(DType d) {
-  switch (d) {
-    case DType::F64: return 1e-9;
-    case DType::F32: return 2e-4;
-    case DType::F16: return 2e-2;
-    case DType::BF16: return 4e-2;
-    default: return 0;
-  }
-}
+// The tolerance of compiled results: compiled_tolerance(d).rtol (tests/common/compare.h).
+inline double tolerance(DType d) { return compiled_tolerance(d).rtol; }
 
-// Empty when equal within tolerance; else a message naming the first bad element. Integers and
-// bools exactly; NaN where the reference has NaN and infinities with their sign; other floats within
-// |got - want| <= tol * |want| + tol * max|want| — the absolute floor scales with the output's
-// magnitude, so an all-zeros softmax over a wide row (every element far below 1) fails, where a
-// floor of `tol` alone would pass it.
-inline std::string compare_tensors(const HostTensor& got, const HostTensor& want) {
-  if (got.dtype() != want.dtype()) return str("dtype ", dtype_name(got.dtype()), " vs ", dtype_name(want.dtype()));
-  if (got.shape() != want.shape()) return str("shape ", dims_to_string(got.shape()), " vs ", dims_to_string(want.shape()));
-  const double tol = tolerance(want.dtype());
-  double magnitude = 0;
-  if (is_float(want.dtype()))
-    for (int64_t i = 0; i < want.numel(); ++i)
-      if (double w = std::fabs(want.get_f64(i)); std::isfinite(w)) magnitude = std::max(magnitude, w);
-  const double floor = tol * magnitude;
-  for (int64_t i = 0; i < want.numel(); ++i) {
-    if (!is_float(want.dtype())) {
-      if (got.get_i64(i) != want.get_i64(i))
-        return str("element ", i, ": got ", got.get_i64(i), ", want ", want.get_i64(i));
-      continue;
-    }
-    double g = got.get_f64(i), w = want.get_f64(i);
-    if (std::isnan(w) || std::isnan(g)) {
-      if (std::isnan(w) != std::isnan(g)) return str("element ", i, ": got ", g, ", want ", w);
-      continue;
-    }
-    if (std::isinf(w) || std::isinf(g)) {
-      if (g != w) return str("element ", i, ": got ", g, ", want ", w);
-      continue;
-    }
-    if (std::fabs(g - w) > tol * std::fabs(w) + floor)
-      return str("element ", i, ": got ", g, ", want ", w, " (tolerance ", tol, " relative + ", floor,
-                 " absolute: ", tol, " x the output's largest magnitude ", magnitude, ")");
-  }
-  return "";
-}
-
-// Runs g compiled and in the interpreter on `inputs`; fails the test on any difference.
+// Runs g compiled and in the interpreter on `inputs`; fails the test on any difference
+// (compare_tensors, tests/common/compare.h) and on any row statistic the result breaks.
 inline void expect_matches_interpreter(const Graph& g, const std::vector<HostTensor>& inputs,
                                        const Executable& exe, const std::string& label) {
   std::vector<HostTensor> want = interp::run(g, inputs);
@@ -83,6 +42,7 @@ inline void expect_matches_interpreter(const Graph& g, const std::vector<HostTen
   for (size_t i = 0; i < want.size(); ++i) {
     std::string diff = compare_tensors(got[i], want[i]);
     EXPECT_EQ(diff, "") << label << ", output " << i << "\n" << exe.explain().substr(0, 6000);
+    EXPECT_EQ(check_row_statistics(g, inputs, i, got[i]), "") << label << ", output " << i;
   }
 }
 

@@ -43,6 +43,8 @@ inline void expect_cuda_matches(const Graph& g, const std::vector<std::vector<Ho
     for (size_t i = 0; i < want.size(); ++i)
       EXPECT_EQ(compare_tensors(got[i], want[i]), "") << label << " run " << r << " output " << i << "\n"
                                                       << exe->explain().substr(0, 4000);
+    for (size_t i = 0; i < want.size(); ++i)
+      EXPECT_EQ(check_row_statistics(g, runs[r], i, got[i]), "") << label << " run " << r << " output " << i;
   }
 }
 

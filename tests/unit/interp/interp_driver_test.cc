@@ -73,7 +73,7 @@ TEST(InterpDriver, SymbolicGraphRunsAtSeveralSizes) {
     EXPECT_EQ(out[0].shape(), (std::vector<int64_t>{3 * b}));
     double sum = 0;
     for (int64_t i = 0; i < in.numel(); ++i) sum += in.get_f64(i);
-    expect_close(out[1], {sum}, Tolerance{1e-5, 1e-5});
+    expect_close(out[1], {sum}, Tolerance{.rtol = 1e-5, .atol = 1e-5});
   }
 }
 

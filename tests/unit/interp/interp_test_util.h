@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/compare.h"
 #include "kiln/error.h"
 #include "kiln/graph.h"
 #include "kiln/host_tensor.h"
@@ -43,17 +44,16 @@ inline std::string error_of(const std::function<void()>& fn) {
     EXPECT_NE(kiln_msg_.find(needle), std::string::npos) << "message: " << kiln_msg_; \
   } while (0)
 
-// Tolerance for one rounding of the result to dtype (plus a little slack for libm differences).
-struct Tolerance {
-  double atol, rtol;
-};
+using Tolerance = kiln::testing::Tolerance;  // the one comparison contract (tests/common/compare.h)
+
+// Tolerance for one rounding of the result to dtype (plus a little slack for libm differences):
+// a unit in the last place for the 16-bit floats.
 inline Tolerance rounding_tolerance(DType dt) {
   switch (dt) {
-    case DType::F64: return {1e-12, 1e-12};
-    case DType::F32: return {1e-6, 1e-6};
-    case DType::F16: return {1e-3, 1e-3};
-    case DType::BF16: return {8e-3, 8e-3};
-    default: return {0, 0};
+    case DType::F64: return {.rtol = 1e-12, .atol = 1e-12};
+    case DType::F32: return {.rtol = 1e-6, .atol = 1e-6};
+    case DType::F16: case DType::BF16: return {.ulps = 1};
+    default: return {};
   }
 }
 
@@ -70,24 +70,12 @@ inline int64_t wrap_to(DType dt, int64_t v) {
   return t.get_i64(0);
 }
 
-// Compares element i of `actual` with expected[i] (rounded to the dtype first), NaN == NaN.
+// Compares `actual` with `expected` (rounded to the dtype first) under the comparison contract.
 inline void expect_close(const HostTensor& actual, const std::vector<double>& expected,
                          Tolerance tol, const std::string& what = "") {
   ASSERT_EQ(actual.numel(), int64_t(expected.size())) << what;
-  for (int64_t i = 0; i < actual.numel(); ++i) {
-    double want = round_to(actual.dtype(), expected[size_t(i)]);
-    double got = actual.get_f64(i);
-    if (std::isnan(want)) {
-      EXPECT_TRUE(std::isnan(got)) << what << " element " << i << ": got " << got << ", want NaN";
-      continue;
-    }
-    if (std::isinf(want)) {
-      EXPECT_EQ(got, want) << what << " element " << i;
-      continue;
-    }
-    EXPECT_NEAR(got, want, tol.atol + tol.rtol * std::fabs(want))
-        << what << " element " << i << " (" << dtype_name(actual.dtype()) << ")";
-  }
+  HostTensor want = HostTensor::from_doubles(actual.dtype(), actual.shape(), expected);
+  EXPECT_EQ(kiln::testing::compare_tensors(actual, want, tol), "") << what << " (" << dtype_name(actual.dtype()) << ")";
 }
 inline void expect_close(const HostTensor& actual, const std::vector<double>& expected,
                          const std::string& what = "") {

@@ -18,7 +18,7 @@ using Ints = std::vector<int64_t>;
 Tolerance sum_tolerance(DType dt, int64_t terms) {
   Tolerance t = rounding_tolerance(dt);
   double k = dt == DType::F64 ? double(terms) : 2.0;
-  return {t.atol * k, t.rtol * k};
+  return kiln::testing::scaled(t, k);
 }
 }  // namespace
 

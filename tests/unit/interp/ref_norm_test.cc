@@ -16,8 +16,7 @@ const double kInf = std::numeric_limits<double>::infinity();
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 Tolerance loose(DType dt, double factor = 4) {
-  Tolerance t = rounding_tolerance(dt);
-  return {t.atol * factor, t.rtol * factor};
+  return kiln::testing::scaled(rounding_tolerance(dt), factor);
 }
 }  // namespace
 

@@ -126,8 +126,7 @@ TEST(RefReduce, RandomReductionsMatchLoopsInEveryDtype) {
             std::vector<double> want = loop_reduce(x, mask, op);
             std::string what = str(op_name(op), " ", label(dt, shape), " axes ", dims_to_string(axes), " keepdim ", keepdim);
             if (is_float(dt)) {
-              Tolerance t = rounding_tolerance(dt);
-              expect_close(out, want, {t.atol * 2, t.rtol * 2}, what);
+              expect_close(out, want, kiln::testing::scaled(rounding_tolerance(dt), 2), what);
             } else {
               std::vector<int64_t> wi;  // exact in double at these sizes, then wrapped like the dtype
               for (double w : want) wi.push_back(wrap_to(dt, int64_t(w)));
