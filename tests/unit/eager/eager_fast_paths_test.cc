@@ -9,7 +9,7 @@
 
 #include "kernels/cpu/eager.h"
 #include "kiln/interp.h"
-#include "unit/eager/eager_compare.h"
+#include "common/eager_tolerance.h"
 
 namespace kiln::testing {
 namespace {

@@ -6,7 +6,7 @@
 #include "common/op_samples.h"
 #include "kernels/cpu/eager.h"
 #include "kiln/interp.h"
-#include "unit/eager/eager_compare.h"
+#include "common/eager_tolerance.h"
 
 namespace kiln::testing {
 namespace {

@@ -7,6 +7,7 @@
 #include "common/op_samples.h"
 #include "kiln/interp.h"
 #include "kiln/trace.h"
+#include "common/eager_tolerance.h"
 #include "unit/trace/trace_test_util.h"
 
 using namespace kiln;
@@ -38,10 +39,10 @@ TEST(EveryOp, ApplyRunsEverySampleEagerlyAndTraced) {
 
     std::vector<Tensor> eager = apply_multi(s.op, wrap(inputs), s.attrs);
     ASSERT_EQ(eager.size(), reference.size());
-    for (size_t i = 0; i < eager.size(); ++i) {
-      auto [atol, rtol] = tolerance(reference[i].dtype());
-      EXPECT_TRUE(close(Tensor::from_host(reference[i]), eager[i], atol, rtol)) << "result " << i;
-    }
+    for (size_t i = 0; i < eager.size(); ++i)
+      EXPECT_TRUE(kiln::testing::tensors_match(eager[i].host(), reference[i],
+                                               kiln::testing::eager_tolerance(s.op, reference[i].dtype())))
+          << "result " << i;
 
     // Traced through apply, run by the interpreter: the same kernels, so the same bits.
     TraceFn fn = [&](const std::vector<Tensor>& in) { return apply_multi(s.op, in, s.attrs); };

@@ -6,6 +6,7 @@
 #include <functional>
 #include <string>
 
+#include "common/compare.h"
 #include "kiln/demo.h"
 #include "kiln/error.h"
 #include "kiln/tensor.h"
@@ -37,9 +38,10 @@ inline ::testing::AssertionResult close(const Tensor& expected, const Tensor& ac
   if (expected.dtype() != actual.dtype() || expected.sizes() != actual.sizes())
     return ::testing::AssertionFailure() << "type " << actual.type().to_string() << " != expected "
                                          << expected.type().to_string();
-  demo::Agreement a = demo::compare(expected.host(), actual.host(), atol, rtol);
-  if (a.within_tolerance) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << a.to_string() << "\nexpected " << expected.to_string()
+  // The comparison contract (tests/common/compare.h): integers exact, NaN positions, infinities.
+  std::string diff = kiln::testing::compare_tensors(actual.host(), expected.host(), {.rtol = rtol, .atol = atol});
+  if (diff.empty()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << diff << "\nexpected " << expected.to_string()
                                        << "\nactual   " << actual.to_string();
 }
 

@@ -1,5 +1,5 @@
 // Tolerances for eager-vs-reference comparisons.
-#include "unit/eager/eager_compare.h"
+#include "common/eager_tolerance.h"
 
 #include <cmath>
 
