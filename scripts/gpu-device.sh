@@ -38,6 +38,17 @@ if [ $memcheck = 1 ]; then
   echo "memcheck exit $mc" >> /tmp/memcheck.log; tail -4 /tmp/memcheck.log | tee -a "$log"
   [ $mc = 0 ] || rc=1  # an error memcheck finds (exit 3) fails the script, like a failing test
 fi
+# Differential fuzzing on the GPU (issue 19, item 4): KILN_FUZZ_CUDA_GRAPHS graphs (default 1000;
+# 0 skips), the saved regressions replayed first. Mismatches fail the script; shrunk cases go to $out.
+fuzz_n=${KILN_FUZZ_CUDA_GRAPHS:-1000}
+if [ "$fuzz_n" != 0 ] && [ -x .gpu/kiln-fuzz-diff ]; then
+  .gpu/kiln-fuzz-diff --replay tests/fuzz/regressions --target cuda \
+    --known-failing tests/fuzz/regressions/known_failing.txt > "$out/fuzz-cuda-regressions.log" 2>&1 || rc=1
+  tail -3 "$out/fuzz-cuda-regressions.log" | tee -a "$log"
+  .gpu/kiln-fuzz-diff "$fuzz_n" --target cuda --jobs "$(nproc)" --report "$out/fuzz-cuda.md" \
+    --save-dir "$out/fuzz-cuda-failures" > "$out/fuzz-cuda.log" 2>&1 || rc=1
+  grep -v "^case " "$out/fuzz-cuda.log" | tail -25 | tee -a "$log"
+fi
 .gpu/kiln-gpu-probe --json "$out/gpu-probe.json" 2>&1 | tail -30 | tee -a "$log"; [ "${PIPESTATUS[0]}" = 0 ] || rc=1
 .gpu/kiln-gpu-bench --json "$out/kiln-gpu-bench.json" 2>&1 | tee -a "$log"; [ "${PIPESTATUS[0]}" = 0 ] || rc=1
 .gpu/kiln run --device cuda --check 2>&1 | tail -30 | tee -a "$log"; [ "${PIPESTATUS[0]}" = 0 ] || rc=1

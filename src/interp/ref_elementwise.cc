@@ -37,13 +37,13 @@ void unary_numeric(const KernelArgs& a, FloatFn float_fn, IntFn int_fn) {
 
 double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 
+// The sign of x is kept (round(-0.3) is -0, as nearbyint gives: rsqrt of it is -inf).
 double round_half_to_even(double x) {
   if (!std::isfinite(x)) return x;
   double lower = std::floor(x);
   double fraction = x - lower;
-  if (fraction > 0.5) return lower + 1;
-  if (fraction < 0.5) return lower;
-  return std::fmod(lower, 2.0) == 0 ? lower : lower + 1;  // a tie: pick the even neighbour
+  double r = fraction > 0.5 ? lower + 1 : fraction < 0.5 ? lower : std::fmod(lower, 2.0) == 0 ? lower : lower + 1;
+  return std::copysign(r, x);  // a tie picks the even neighbour
 }
 
 template <typename T> int64_t sign_of(T v) { return (v > 0) - (v < 0); }
