@@ -72,16 +72,19 @@ void ref_Conv2d(const KernelArgs& a) {
       for (int64_t oy = 0; oy < OH; ++oy)
         for (int64_t ox = 0; ox < OW; ++ox) {
           double acc = bias ? bias->get_f64(o) : 0.0;
+          // Padding is zeros that are multiplied like any input (ONNX pads, then convolves): a
+          // tap over padding adds 0 * w, which is NaN for an infinite or NaN weight.
           for (int64_t cg = 0; cg < Cg; ++cg)
             for (int64_t ky = 0; ky < KH; ++ky) {
               int64_t iy = oy * strides[0] - pads[0] + ky * dil[0];
-              if (iy < 0 || iy >= H) continue;
               for (int64_t kx = 0; kx < KW; ++kx) {
                 int64_t ix = ox * strides[1] - pads[1] + kx * dil[1];
-                if (ix < 0 || ix >= W) continue;
-                int64_t c = group_start + cg;
-                acc += x.get_f64(((n * C + c) * H + iy) * W + ix) *
-                       w.get_f64(((o * Cg + cg) * KH + ky) * KW + kx);
+                double wv = w.get_f64(((o * Cg + cg) * KH + ky) * KW + kx);
+                if (iy < 0 || iy >= H || ix < 0 || ix >= W) {
+                  if (!std::isfinite(wv)) acc += 0.0 * wv;
+                  continue;
+                }
+                acc += x.get_f64(((n * C + group_start + cg) * H + iy) * W + ix) * wv;
               }
             }
           out.set_f64(((n * O + o) * OH + oy) * OW + ox, acc);

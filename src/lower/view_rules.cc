@@ -73,6 +73,9 @@ SymInt ravel(const Coords& coords, const Shape& shape) {
 
 Coords unravel(const SymInt& linear, const Shape& shape) {
   Coords out(shape.size());
+  // A tensor with a 0 dim has no elements: no coordinate is ever read (and no dim divides).
+  for (const SymInt& d : shape)
+    if (d == SymInt(0)) return Coords(shape.size(), SymInt(0));
   SymInt rest = linear;
   for (size_t d = shape.size(); d-- > 0;) {
     out[d] = d == 0 ? rest : mod(rest, shape[d]);

@@ -7,7 +7,7 @@
 
 #include "kiln/error.h"
 #include "kiln/interp.h"
-#include "unit/compile/compile_test_util.h"
+#include "common/compare.h"
 
 namespace kiln::fuzz {
 

@@ -39,16 +39,6 @@ bool reusable(const OpSample& s, size_t i, DType d, const InputRange& r) {
   return true;
 }
 
-// A known gap, left out unless GenOptions::known_gaps: f16/bf16 ops the target decomposes run as
-// f16/bf16 primitives, each rounded, where the reference computes the op whole and rounds once
-// (tests/fuzz/regressions/known_failing.txt, *-gelu-tanh-decomposed-*.kir).
-bool decomposed_narrow(Op op, const std::vector<TensorType>& types) {
-  if (op_info(op).decompose == nullptr) return false;
-  for (const TensorType& t : types)
-    if (t.dtype == DType::F16 || t.dtype == DType::BF16) return true;
-  return false;
-}
-
 struct Operand {
   Value* value = nullptr;  // null: a fresh input of `type`
   TensorType type;
@@ -56,13 +46,10 @@ struct Operand {
   bool specials_ok = true;
 };
 
-// Special values stay out of convolution weights: the reference skips padded taps and the library
-// kernels multiply padded zeros, which differ for inf/NaN weights (tests/fuzz/regressions/
-// known_failing.txt, conv2d-nonfinite-weight-in-padding.kir).
-// Nor into det: a known bug after its library step (det-nan-intermediate-not-output.kir).
-bool specials_ok(Op op, size_t i) {
-  return !((op == Op::Conv2d || op == Op::ConvTranspose2d) && i == 1) && op != Op::Det;
-}
+// Special values may go into every float operand: conv weights over padding give NaN, as ONNX's
+// zero padding does (conv2d-nonfinite-weight-in-padding.kir); a det of a NaN matrix is NaN into
+// whatever follows (cos-atan-nan.kir). A hook for operands that must stay finite.
+bool specials_ok(Op, size_t) { return true; }
 
 class Builder {
  public:
@@ -240,7 +227,6 @@ class Builder {
         if (a == nullptr) return false;
         continue;
       }
-      if (!opt_.known_gaps && decomposed_narrow(s.op, types)) return false;
       std::vector<Value*> in;
       for (auto& o : ops) in.push_back(o.value ? o.value : fresh(o.type, o.spec, o.specials_ok));
       std::vector<Value*> outs = g_.add_node(s.op, in, s.attrs);

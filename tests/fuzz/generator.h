@@ -18,7 +18,6 @@ struct GenOptions {
   int max_steps = 10;          // op samples drawn per graph (view ops come on top)
   double symbolic_rate = 0.3;  // fraction of cases whose fresh inputs may have symbolic dims
   double specials_rate = 0.6;  // fraction of cases with special values in some float inputs
-  bool known_gaps = false;     // also draw what known_failing.txt lists (f16/bf16 decomposed ops)
 };
 
 // Deterministic in (seed, options): the same seed gives the same case.

@@ -21,7 +21,6 @@ namespace {
 int usage() {
   std::cerr << "usage: kiln-fuzz-diff N [--target cpu|cuda] [--seed S] [--jobs J] [--batch B] [--threads T]\n"
                "                        [--max-steps K] [--save-dir DIR] [--no-shrink] [--report FILE.md] [--verbose] [--print]\n"
-               "                        [--known-gaps]  (also draw f16/bf16 ops that are decomposed: known failing)\n"
                "       kiln-fuzz-diff --replay FILE.kir|DIR... [--known-failing LIST] [--target cpu|cuda]\n";
   return 2;
 }
@@ -66,7 +65,6 @@ int main(int argc, char** argv) try {
     else if (a == "--max-steps") opt.gen.max_steps = std::max(1, std::stoi(next()));
     else if (a == "--save-dir") opt.save_dir = next();
     else if (a == "--no-shrink") opt.shrink = false;
-    else if (a == "--known-gaps") opt.gen.known_gaps = true;
     else if (a == "--report") report = next();
     else if (a == "--verbose") opt.verbose = true;
     else if (a == "--print") {  // print the generated cases as .kir and stop (nothing compiled)

@@ -3,6 +3,8 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <set>
 
 #include "kiln/demo.h"
@@ -44,6 +46,19 @@ std::vector<HostTensor> random_inputs(const Graph& g, const std::map<std::string
   return inputs;
 }
 
+std::unique_ptr<Graph> load_model_file(const std::string& path, const ImportOptions& import_options) {
+  if (std::filesystem::path(path).extension() != ".kir") return import_onnx(path, import_options);
+  std::ifstream in(path);
+  KILN_CHECK(in.good(), path, ": cannot read the file");
+  std::stringstream text;
+  text << in.rdbuf();
+  try {
+    return parse_graph(text.str());
+  } catch (const Error& e) {
+    throw Error(str(path, ": ", e.what()));
+  }
+}
+
 ModelSource load_model_source(const std::string& path, const std::map<std::string, int64_t>& dims, uint64_t seed) {
   const auto t0 = std::chrono::steady_clock::now();
   ModelSource m;
@@ -64,7 +79,7 @@ ModelSource load_model_source(const std::string& path, const std::map<std::strin
     ImportOptions import_options;
     import_options.dim_values = dims;
     m.label = path;
-    m.graph = import_onnx(path, import_options);
+    m.graph = load_model_file(path, import_options);
     m.inputs = random_inputs(*m.graph, dims, seed);
   }
   m.import_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

@@ -14,6 +14,7 @@
 #include "kiln/onnx.h"
 #include "kiln/tensor_io.h"
 #include "kiln/aot.h"
+#include "model_source.h"
 #include "trace_events.h"
 
 namespace kiln::cli {
@@ -71,7 +72,7 @@ int run_model(const std::string& path, const ModelRunOptions& o, const ExecOptio
     prebuilt = a.executable;
   } else {
     PhaseScope phase("import");
-    g = import_onnx(path, import_options);
+    g = load_model_file(path, import_options);
   }
 
   std::map<std::string, HostTensor> given;

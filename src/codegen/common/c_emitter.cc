@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <set>
 #include <sstream>
@@ -78,21 +79,52 @@ std::string typed_constant(DType t, double v) {
   return str(ct(t), "(", int_literal(int64_t(v)), ")");
 }
 
-std::string index_text(const lower::Index& idx) {
-  std::string s = idx.to_string(), out;
+// The position of `op` (" // " or " % ") at parenthesis depth 0 of s, or npos.
+size_t top_level(const std::string& s, const char* op) {
+  int depth = 0;
+  size_t n = std::strlen(op);
   for (size_t i = 0; i < s.size(); ++i) {
-    if (s.compare(i, 2, "//") == 0) {
-      out += "/";
-      ++i;
-    } else if (s.compare(i, 4, "max(") == 0) {
-      out += "kiln_imax(";
-      i += 3;
-    } else {
+    if (s[i] == '(') ++depth;
+    else if (s[i] == ')') --depth;
+    else if (depth == 0 && s.compare(i, n, op) == 0) return i;
+  }
+  return std::string::npos;
+}
+
+// An index expression's text (SymInt::to_string: every floordiv and mod is one parenthesised
+// "(a // b)" / "(a % b)") in C. Loop variables and dims are non-negative, so a dividend without a
+// minus sign is too and C's / and % agree with the IR's floor semantics; others call the
+// prelude's kiln_index_div / kiln_index_mod.
+std::string index_c(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '(') {
       out += s[i];
+      continue;
     }
+    size_t j = i + 1;
+    for (int depth = 1; depth > 0; ++j) depth += s[j] == '(' ? 1 : s[j] == ')' ? -1 : 0;
+    std::string inner = s.substr(i + 1, j - i - 2);  // between the parentheses
+    bool call = out.size() >= 3 && out.compare(out.size() - 3, 3, "max") == 0;
+    if (call) out.replace(out.size() - 3, 3, "kiln_imax");
+    size_t div = call ? std::string::npos : top_level(inner, " // ");
+    size_t mod = call || div != std::string::npos ? std::string::npos : top_level(inner, " % ");
+    size_t at = div != std::string::npos ? div : mod;
+    if (at == std::string::npos) {
+      out += "(" + index_c(inner) + ")";
+    } else {
+      std::string a = inner.substr(0, at), b = inner.substr(at + (div != std::string::npos ? 4 : 3));
+      if (a.find('-') == std::string::npos && b.find('-') == std::string::npos)
+        out += str("(", index_c(a), div != std::string::npos ? " / " : " % ", index_c(b), ")");
+      else
+        out += str(div != std::string::npos ? "kiln_index_div(" : "kiln_index_mod(", index_c(a), ", ", index_c(b), ")");
+    }
+    i = j - 1;
   }
   return out;
 }
+
+std::string index_text(const lower::Index& idx) { return index_c(idx.to_string()); }
 
 std::string wrap_int(DType t, const std::string& a, const char* op, const std::string& b) {
   return str(ct(t), "(uint64_t(", a, ") ", op, " uint64_t(", b, "))");
@@ -187,7 +219,7 @@ std::string formula(const Scalar& s, const std::vector<std::string>& a) {
     case Op::Where: return str("(", a[0], " ? ", a[1], " : ", a[2], ")");
     case Op::Asin: return call("std::asin");
     case Op::Acos: return call("std::acos");
-    case Op::Atan: return call("std::atan");
+    case Op::Atan: return call("kiln_atan");
     case Op::Sinh: return call("std::sinh");
     case Op::Cosh: return call("std::cosh");
     case Op::Asinh: return call("std::asinh");
@@ -211,6 +243,28 @@ std::string formula(const Scalar& s, const std::vector<std::string>& a) {
   throw Error(str("internal error: no C formula for op ", op_name(s.op)));
 }
 
+// f16/bf16 values computed inside a kernel stay in float (as PyTorch's opmath and the row kernels
+// do: a decomposed softmax rounds once, not per primitive), except where a discontinuous op reads
+// them: a comparison, floor/ceil/round/sign or a cast sees the value rounded to its dtype,
+// the value the graph names (eq(sin(x), x) in bf16: tests/fuzz/regressions).
+bool reads_exact_value(Op op) {
+  switch (op) {
+    case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge: case Op::Floor:
+    case Op::Ceil: case Op::Round: case Op::Sign: case Op::Cast:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string rounded_for(Op consumer, const Scalar& arg, const std::string& e) {
+  // Loads and literals hold values of the dtype already; ops and named scalars (lets) may not.
+  if ((arg.kind != Scalar::kOp && arg.kind != Scalar::kRef) || !reads_exact_value(consumer)) return e;
+  if (arg.dtype == DType::F16) return str("kiln_round_h(float(", e, "))");
+  if (arg.dtype == DType::BF16) return str("kiln_round_b(float(", e, "))");
+  return e;
+}
+
 std::string scalar_expr(const Scalar& s) {
   switch (s.kind) {
     case Scalar::kLoad: {
@@ -225,14 +279,10 @@ std::string scalar_expr(const Scalar& s) {
     case Scalar::kIndexValue: return str(ct(s.dtype), "(", index_text(s.index), ")");
     case Scalar::kOp: {
       std::vector<std::string> args;
-      for (const auto& a : s.args) args.push_back(scalar_expr(*a));
+      for (const auto& a : s.args) args.push_back(rounded_for(s.op, *a, scalar_expr(*a)));
       std::string e = formula(s, args);
-      // Integer results are narrowed to their dtype after every op, as the interpreter does; so are
-      // f16/bf16 results (computed in float): unrounded, a comparison or a floor downstream sees a
-      // value the interpreter never holds (eq(sin(x), x) in bf16: tests/fuzz/regressions).
+      // Integer results are narrowed to their dtype after every op, as the interpreter does.
       if ((s.dtype == DType::I4 || s.dtype == DType::U4) && s.op != Op::Cast) return wrap_4bit(s.dtype, e);
-      if (s.dtype == DType::F16 && s.op != Op::Cast) return str("kiln_round_h(float(", e, "))");
-      if (s.dtype == DType::BF16 && s.op != Op::Cast) return str("kiln_round_b(float(", e, "))");
       return e;
     }
   }

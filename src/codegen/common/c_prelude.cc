@@ -46,6 +46,13 @@ template <> KILN_QUALIFIER uint64_t kiln_imod<uint64_t>(uint64_t x, uint64_t y, 
   return x % y;
 }
 KILN_QUALIFIER int64_t kiln_imax(int64_t a, int64_t b) { return a > b ? a : b; }
+// Index floordiv and mod (the IR's // and %, rounding toward -inf) for dividends that can be
+// negative (a slice with a negative step read through a reshape); C's / and % truncate.
+KILN_QUALIFIER int64_t kiln_index_div(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+KILN_QUALIFIER int64_t kiln_index_mod(int64_t a, int64_t b) { return a - kiln_index_div(a, b) * b; }
 KILN_QUALIFIER int64_t kiln_wrap4(int64_t v, bool is_signed) {  // i4/u4: the low nibble
   int64_t n = v & 15;
   return is_signed ? (n ^ 8) - 8 : n;
@@ -246,6 +253,9 @@ inline float kiln_bits_f32(uint32_t u) {
   return f;
 }
 )KILN" + c_narrow_float_helpers("inline") + R"KILN(
+// With -fno-math-errno GCC folds sin(atan(x)) and cos(atan(x)) into algebra that gives +-1 and +-0
+// for a NaN x; the NaN branch keeps NaN out of the fold (tests/fuzz/regressions/cos-atan-nan.kir).
+template <typename T> inline T kiln_atan(T x) { return std::isnan(x) ? x : std::atan(x); }
 template <typename T> inline T kiln_relu(T x) { return std::isnan(x) ? x : (x > T(0) ? x : T(0)); }
 template <typename T> inline T kiln_sign(T x) { return std::isnan(x) ? x : T((x > T(0)) - (x < T(0))); }
 template <typename T> inline T kiln_fmax(T a, T b) {

@@ -175,6 +175,7 @@ __device__ inline float kiln_bits_f32(uint32_t u) { return __uint_as_float(u); }
 )KILN";
   text += c_narrow_float_helpers("__device__ inline");
   text += R"KILN(
+template <typename T> __device__ inline T kiln_atan(T x) { return kstd::atan(x); }  // the CPU's name (c_prelude)
 template <typename T> __device__ inline T kiln_relu(T x) { return kstd::isnan(x) ? x : (x > T(0) ? x : T(0)); }
 template <typename T> __device__ inline T kiln_sign(T x) { return kstd::isnan(x) ? x : T((x > T(0)) - (x < T(0))); }
 template <typename T> __device__ inline T kiln_fmax(T a, T b) {
