@@ -101,11 +101,11 @@ void compile_items(std::vector<Item>& items, const Target& target, std::ostream&
         it.exes.push_back(compile_for(*ds.graph, target, compile_options(), as_given));
       }
       if (!refusal.empty()) {
-        emit(out, it.dir, kUnsupportedOnTarget, refusal);
+        emit(out, it.dir, kUnsupportedOnTarget, refusal, frozen_inputs(it.sets));
         continue;
       }
     } catch (const std::exception& e) {
-      emit(out, it.dir, kFail, std::string("compile: ") + e.what());
+      emit(out, it.dir, kFail, std::string("compile: ") + e.what(), frozen_inputs(it.sets));
       continue;
     }
     compiled.push_back(std::move(it));
@@ -160,7 +160,7 @@ void run_batch(const std::vector<fs::path>& dirs, const CompiledOptions& opts, s
     try {
       for (auto& ds : it.sets) optimize(*ds.graph, target->optimize_options());  // the target's pipeline
     } catch (const std::exception& e) {
-      emit(out, dir, kFail, std::string("optimize: ") + e.what());
+      emit(out, dir, kFail, std::string("optimize: ") + e.what(), frozen_inputs(it.sets));
       continue;
     }
     items.push_back(std::move(it));
