@@ -1,22 +1,25 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine, from the repository root, over the bundle scripts/gpu-run made (.gpu/):
 # the GPU unit tests, compute-sanitizer memcheck over them, kiln-gpu-probe, kiln-gpu-bench, the
-# CLI on the GPU (`kiln run --device cuda`, `kiln gap --device cuda`), and — when .peers/gpu_peers.py
+# CLI on the GPU (`kiln run --device cuda`, `kiln gap --device cuda`), the ONNX node tests compiled
+# for the GPU (`onnx_conformance --compile --target cuda`), and — when .peers/gpu_peers.py
 # was carried along and PyTorch is present — the PyTorch peers, all in one go. Results go to
 # $OUT (or ./gpu-results). Why: device time is scarce; one call measures Kiln and its peers together.
-#   usage: bash scripts/gpu-device.sh [--no-peers] [--no-memcheck]
+#   usage: bash scripts/gpu-device.sh [--no-peers] [--no-memcheck] [--no-conformance | --conformance-only]
 set -u
 cd "$(dirname "$0")/.."
 out=${OUT:-gpu-results}
 mkdir -p "$out"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export KILN_CACHE_DIR=${KILN_CACHE_DIR:-/tmp/kiln-gpu-cache}
-peers=1 memcheck=1
+peers=1 memcheck=1 conformance=1 only_conformance=0
 for a in "$@"; do
   case "$a" in
     --no-peers) peers=0 ;;
     --no-memcheck) memcheck=0 ;;
-    *) echo "usage: $0 [--no-peers] [--no-memcheck]" >&2; exit 2 ;;
+    --no-conformance) conformance=0 ;;
+    --conformance-only) only_conformance=1 ;;
+    *) echo "usage: $0 [--no-peers] [--no-memcheck] [--no-conformance | --conformance-only]" >&2; exit 2 ;;
   esac
 done
 # scripts/gpu-run packs the bundle into one archive (the carried files are limited to 64 MiB).
@@ -25,6 +28,18 @@ rc=0
 # Few files: the device tool brings back a limited number. Logs go into one file.
 log="$out/gpu-device.log"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv | tee "$log"
+# The ONNX node tests compiled for the GPU (docs/testing.md): the report and the list of compiled
+# passes to commit (tests/conformance/onnx_cuda_passing.txt) go to $OUT; once that list is
+# committed, a test leaving it fails the script. Compiled failures are listed, not fatal (no
+# exceptions file for CUDA yet).
+if [ $conformance = 1 ]; then
+  cuda_list=tests/conformance/onnx_cuda_passing.txt
+  .gpu/onnx_conformance --compile --target cuda --data-dir .gpu/onnx-node --jobs 8 --batch 16 \
+    --report "$out/onnx-coverage-cuda.md" --write-passing "$out/onnx_cuda_passing.txt" \
+    $([ -f $cuda_list ] && echo --passing $cuda_list) > "$out/onnx-conformance-cuda.log" 2>&1 || rc=1
+  grep -v '^  \(folded\|reference-only\|compiled FAIL\)' "$out/onnx-conformance-cuda.log" | tail -8 | cut -c1-400 | tee -a "$log"
+fi
+[ $only_conformance = 1 ] && exit $rc
 # The full test output goes to its own file (a failure's explain() text is long); the log keeps
 # the failures and the summary.
 .gpu/test_cuda --gtest_brief=1 > "$out/test_cuda.log" 2>&1 || rc=1

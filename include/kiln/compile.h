@@ -56,6 +56,17 @@ struct CompileStats {
   std::string shared_object;  // path of the loaded .so
 };
 
+// What the last run() took besides generated kernels. Why: a library step whose op has no fast
+// kernel (for its dtype or attributes) runs the interpreter's reference kernel, so a compiled run
+// made only of such steps compares the reference with itself; reports must be able to tell.
+struct RunStats {
+  int library_steps = 0;  // library calls and host steps the run took
+  // Those that ran no fast kernel of the target, by op name, one per step: on the CPU the reference
+  // kernel or the interpreter (control flow, containers, strings); on CUDA the steps computed on
+  // the host (shape arithmetic).
+  std::vector<std::string> reference_fallbacks;
+};
+
 class Executable {
  public:
   virtual ~Executable() = default;
@@ -67,6 +78,8 @@ class Executable {
   // memory plan, as one human-readable report.
   virtual std::string explain() const = 0;
   virtual const CompileStats& stats() const = 0;
+  // What the most recent run() took (empty before the first run).
+  virtual RunStats last_run() const = 0;
   // The generated C++ translation unit.
   virtual const std::string& source() const = 0;
 };

@@ -26,6 +26,11 @@ struct ImportOptions {
   // Only used for inputs that feed an operand Kiln needs as a constant (a Reshape's shape, a
   // Slice's starts, TopK's k...): such an input becomes a constant and is not a graph input.
   std::map<std::string, HostTensor> static_input_values;
+  // Whether such an input is frozen when it reaches the operand only through Shape or Size. false:
+  // it stays a graph input and Shape reads its dims (declared or input_shapes); where one of them is
+  // symbolic the operand is then unknown and the import fails (UnsupportedError). Why: a test that
+  // reshapes x to Shape(y) should still feed y at run time.
+  bool freeze_through_shape = true;
   // Concrete sizes for named symbolic dims (dim_param); unnamed unknown dims get fresh names.
   std::map<std::string, int64_t> dim_values;
   // Concrete shapes for named graph inputs (specialisation: replaces their declared dims, so

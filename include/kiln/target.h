@@ -60,6 +60,10 @@ class Target {
   const OpSupport& support(Op op) const { return op_support(kind(), op); }
   // The optimizer settings of the target's pipeline: its native ops stay whole.
   virtual OptimizeOptions optimize_options() const;
+  // Empty when the target can compile this already optimised graph; else why not, naming the node
+  // (what compile would throw for it). Needs no device. Why: tools report a graph the target does
+  // not run yet ("unsupported on cuda") apart from one it compiles wrongly.
+  virtual std::string refusal(const Graph& optimized) const;
   // Compiles an already optimised graph (compile_for optimises first). Throws kiln::Error naming
   // the node for ops the target cannot run.
   virtual std::shared_ptr<Executable> compile(const Graph& optimized, const CompileOptions& options) const = 0;

@@ -8,6 +8,7 @@
 #include "codegen/cuda/prepare_graph.h"
 #include "kiln/error.h"
 #include "kiln/target.h"
+#include "runtime/cuda_lowering.h"
 
 namespace kiln {
 
@@ -30,6 +31,12 @@ class CudaTarget final : public Target {
                                "attention read through a heads-merging permute written in that layout",
                                [fused_attention](Graph& g) { return codegen::cuda::prepare_graph_for_cuda(g, fused_attention); }});
     return o;
+  }
+
+  // compile_cuda's own checks, without a device: it keeps attention whole as the option says (on a
+  // GPU older than sm_80 compile_cuda decomposes it instead).
+  std::string refusal(const Graph& optimized) const override {
+    return runtime::lower_for_cuda(optimized, CompileOptions{}, options_.fused_attention, "kiln_cu_").refusal;
   }
 
   std::shared_ptr<Executable> compile(const Graph& optimized, const CompileOptions& options) const override {

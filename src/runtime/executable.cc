@@ -54,6 +54,11 @@ const lower::MemoryPlan& CompiledExecutable::plan_for(const std::vector<int64_t>
   return plans_.emplace(syms, lower::plan_memory(reqs)).first->second;
 }
 
+RunStats CompiledExecutable::last_run() const {
+  std::lock_guard<std::mutex> lock(run_mutex_);
+  return last_run_;
+}
+
 std::vector<HostTensor> CompiledExecutable::run(const std::vector<HostTensor>& inputs, Scoreboard* sb) {
   std::lock_guard<std::mutex> lock(run_mutex_);
   const Clock::time_point start = Clock::now();
@@ -114,6 +119,7 @@ std::vector<HostTensor> CompiledExecutable::run(const std::vector<HostTensor>& i
   if (nthreads > 0) eager::set_num_threads(nthreads);
   std::vector<void*> ptrs;
   double kernel_total_us = 0;
+  RunStats run_stats;
   for (size_t step_index = 0; step_index < steps.size(); ++step_index) {
     const Step& step = steps[step_index];
     KernelRecord rec;
@@ -127,8 +133,11 @@ std::vector<HostTensor> CompiledExecutable::run(const std::vector<HostTensor>& i
       try {
         // Control flow and containers are host steps: the node runs in the interpreter with its own
         // (possibly symbolic) types, so its sub-graphs see the types they were built for.
+        eager::KernelUsed used = eager::KernelUsed::kReference;
         if (step.host) produced = interp::run_node(*step.node, in, bindings);
-        else produced = eager::run_op(step.node->op, eager::bind_shape_attrs(step.node->attrs, bindings), in);
+        else produced = eager::run_op(step.node->op, eager::bind_shape_attrs(step.node->attrs, bindings), in, nullptr, &used);
+        ++run_stats.library_steps;
+        if (used == eager::KernelUsed::kReference) run_stats.reference_fallbacks.push_back(std::string(op_name(step.node->op)));
       } catch (const Error& e) {
         throw Error(str(step.node->describe(), ": ", e.what()));
       }
@@ -168,6 +177,7 @@ std::vector<HostTensor> CompiledExecutable::run(const std::vector<HostTensor>& i
     kernel_total_us += rec.time_us;
     if (sb) sb->add(std::move(rec));
   }
+  last_run_ = std::move(run_stats);
   // Outputs that are not written by a step: graph inputs, constants, aliases, repeated values.
   for (size_t i = 0; i < outs.size(); ++i) {
     if (!results[i].is_tensor() || (results[i].defined() && results[i].raw() != nullptr)) continue;

@@ -29,6 +29,7 @@ class CompiledExecutable : public Executable, public lower::Program {
   std::vector<HostTensor> run(const std::vector<HostTensor>& inputs, Scoreboard* sb) override;
   std::string explain() const override;
   const CompileStats& stats() const override { return stats_; }
+  RunStats last_run() const override;
   const std::string& source() const override { return source_; }
 
   // Filled by the compile driver (src/runtime/compile.cc); the Program's fields by lower_for_target.
@@ -46,7 +47,8 @@ class CompiledExecutable : public Executable, public lower::Program {
   std::vector<lower::BufferRequest> last_requests_;
   std::unique_ptr<uint8_t[], void (*)(uint8_t*)> arena_{nullptr, [](uint8_t* p) { ::operator delete[](p, std::align_val_t(64)); }};
   int64_t arena_capacity_ = 0;
-  std::mutex run_mutex_;  // one run at a time: the arena is shared
+  mutable std::mutex run_mutex_;  // one run at a time: the arena is shared
+  RunStats last_run_;
 };
 
 // Decompose, schedule, lower every fused group to Loop IR and place buffers, without printing or

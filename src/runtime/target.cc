@@ -12,6 +12,8 @@ OptimizeOptions Target::optimize_options() const {
   return o;
 }
 
+std::string Target::refusal(const Graph&) const { return ""; }
+
 std::shared_ptr<Executable> compile_for(const Graph& g, const Target& target, const CompileOptions& options,
                                         const CompileForOptions& how) {
   std::unique_ptr<Graph> optimized = g.clone();

@@ -13,10 +13,13 @@
 
 namespace conformance {
 
-// One test_data_set_N: the graph imported with its input values (static inputs become
-// constants), the feed in graph-input order, and the expected outputs with their names.
+// One test_data_set_N: the graph imported with its data inputs as graph inputs, the feed in
+// graph-input order, and the expected outputs with their names. Inputs whose values the importer
+// needs (they reach a shape operand: a Reshape's shape, Slice's starts, TopK's k...) are frozen
+// into constants and named in `frozen_inputs`.
 struct DataSet {
   std::unique_ptr<kiln::Graph> graph;
+  std::vector<std::string> frozen_inputs;
   std::vector<kiln::HostTensor> feed;
   std::vector<kiln::HostTensor> expected;
   std::vector<std::string> output_names;
@@ -36,12 +39,19 @@ std::string compare_outputs(const std::vector<kiln::HostTensor>& got, const Data
 // Verdict lines: "PASS", "FAIL: msg", "UNSUPPORTED: msg".
 std::string run_interpreted(const std::filesystem::path& dir);
 
-// --compile mode: each test the interpreter passes goes through kiln::optimize + kiln::compile
-// (batched into one translation unit per `batch` tests) and is compared at the same tolerances.
+// --compile mode: each test the interpreter passes goes through the target's optimizer and
+// compiler (on the CPU batched into one translation unit per `batch` tests) and is compared at
+// the same tolerances; each pass says what it ran (compiled_verdicts.h).
 struct CompiledOptions {
   int jobs = 2, timeout_s = 20, batch = 64;
   bool verbose = false;
-  std::string report, exceptions_file;  // exceptions: allowed compiled failures
+  std::string target = "cpu";  // "cpu" or "cuda"
+  std::string report;
+  // Allowed compiled failures ("test_name reason" lines); when set, any other failure fails the run.
+  std::string exceptions_file;
+  // The per-test floor: tests that must stay generated-kernel passes (check_passing_list).
+  std::string passing_file, write_passing_file;
+  bool filtered = false;  // a --filter run: only the listed tests it ran are checked
 };
 int run_compiled_mode(const std::vector<std::filesystem::path>& tests, const CompiledOptions& opts);
 

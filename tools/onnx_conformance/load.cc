@@ -28,6 +28,32 @@ std::vector<fs::path> numbered(const fs::path& dir, const std::string& prefix) {
   return out;
 }
 
+// Imports the model so that its data inputs stay graph inputs wherever the importer can do
+// without their values: first with the declared shapes, then with the data's concrete shapes (a
+// Shape of a symbolic dim feeding a Reshape), and only then freezing every input that reaches an
+// operand the importer needs as a constant (a Reshape's shape, Slice's starts, TopK's k...).
+std::unique_ptr<Graph> import_with_inputs(const std::string& model, const std::map<std::string, HostTensor>& given) {
+  ImportOptions opts;
+  opts.static_input_values = given;
+  for (const auto& [name, value] : given)  // a sequence's length and element shapes are part of its type
+    if (!value.is_tensor() && !(value.kind() == ValueKind::Optional && value.items().empty()))
+      opts.input_types[name] = type_of(value);
+  opts.freeze_through_shape = false;
+  try {
+    return import_onnx(model, opts);
+  } catch (const UnsupportedError&) {
+  }
+  for (const auto& [name, value] : given)
+    if (value.is_tensor()) opts.input_shapes[name] = value.shape();
+  try {
+    return import_onnx(model, opts);
+  } catch (const UnsupportedError&) {
+  }
+  opts.input_shapes.clear();
+  opts.freeze_through_shape = true;
+  return import_onnx(model, opts);
+}
+
 }  // namespace
 
 std::string one_line(std::string s) {
@@ -117,13 +143,13 @@ std::vector<DataSet> load_test(const fs::path& dir, std::string* problem) {
         throw;
       }
     }
-    ImportOptions opts;
-    opts.static_input_values = given;
-    for (const auto& [name, value] : given)  // a sequence's length and element shapes are part of its type
-      if (!value.is_tensor() && !(value.kind() == ValueKind::Optional && value.items().empty()))
-        opts.input_types[name] = type_of(value);
     DataSet ds;
-    ds.graph = import_onnx(model.string(), opts);
+    ds.graph = import_with_inputs(model.string(), given);
+    for (const auto& [name, value] : given) {
+      bool is_input = false;
+      for (const Value* in : ds.graph->inputs()) is_input |= in->name == name;
+      if (!is_input) ds.frozen_inputs.push_back(name);
+    }
     for (const Value* in : ds.graph->inputs()) {
       auto it = given.find(in->name);
       if (it == given.end()) {

@@ -32,6 +32,7 @@ namespace {
 struct Options {
   std::string data_dir, report, floor_file, filter, exceptions_file, passing_file, write_passing_file;
   std::string suite = "node";  // --suite: folders under onnx/backend/test/data
+  std::string target = "cpu";  // --target: what --compile compiles for
   int jobs = 2;
   int timeout_s = 20;
   bool verbose = false;
@@ -153,13 +154,18 @@ int main(int argc, char** argv) {
     else if (a == "--compile") opts.compile = true;
     else if (a == "--exceptions") opts.exceptions_file = value();
     else if (a == "--batch") opts.batch = std::max(1, std::stoi(value()));
+    else if (a == "--target") opts.target = value();
     else {
       std::cerr << "usage: onnx_conformance [--data-dir DIR] [--report FILE.md] [--floor FILE] [--filter SUBSTR]\n"
                    "                        [--passing FILE] [--write-passing FILE] [--jobs N] [--timeout S] [-v]\n"
-                   "                        [--compile [--batch N] [--exceptions FILE]]\n"
-                   "--compile runs every test the interpreter passes through kiln::optimize + kiln::compile\n"
-                   "(N tests per translation unit) and compares at the same tolerances; it fails when a compiled\n"
-                   "failure is not listed in FILE (lines: test_name reason).\n"
+                   "                        [--compile [--target cpu|cuda] [--batch N] [--exceptions FILE]]\n"
+                   "--compile runs every test the interpreter passes through the target's optimizer and compiler\n"
+                   "(on the CPU N tests per translation unit) with the data inputs fed at run time, and compares at\n"
+                   "the same tolerances. Each pass is compiled (ran generated kernels), library-only, reference-only\n"
+                   "or folded (docs/testing.md); --passing/--write-passing then list the compiled ones. With\n"
+                   "--exceptions, a compiled failure not listed in FILE (lines: test_name reason) fails the run.\n"
+                   "--target cuda compiles for the GPU (each forked child initialises CUDA itself); graphs the CUDA\n"
+                   "target refuses are reported as unsupported on cuda, not as failures.\n"
                    "DIR (comma-separated folders allowed) defaults to onnx/backend/test/data/SUITE of the onnx\n"
                    "package in the nearest .venv; --suite SUITE[,SUITE...] picks the folders (default: node;\n"
                    "models: pytorch-converted,pytorch-operator,simple).\n";
@@ -196,6 +202,10 @@ int main(int argc, char** argv) {
     co.verbose = opts.verbose;
     co.report = opts.report;
     co.exceptions_file = opts.exceptions_file;
+    co.target = opts.target;
+    co.passing_file = opts.passing_file;
+    co.write_passing_file = opts.write_passing_file;
+    co.filtered = !opts.filter.empty();
     return conformance::run_compiled_mode(tests, co);
   }
   auto t0 = std::chrono::steady_clock::now();

@@ -13,8 +13,9 @@ int check_passing_list(const std::string& path, const std::vector<std::string>& 
                        const std::vector<std::string>* ran, const std::string& write_path) {
   if (!write_path.empty()) {
     std::ofstream out(write_path);
-    out << "# Tests that must pass (onnx_conformance --passing checks it). Regenerate after a change that makes\n"
-           "# more tests pass: onnx_conformance ... --write-passing THIS_FILE\n";
+    out << "# Tests that must pass (onnx_conformance --passing checks it; with --compile: pass running generated\n"
+           "# kernels, docs/testing.md). Regenerate after a change that makes more tests pass:\n"
+           "# onnx_conformance ... --write-passing THIS_FILE\n";
     for (const std::string& name : passing) out << name << "\n";
     if (!out.good()) {
       std::cerr << write_path << ": cannot write\n";

@@ -23,6 +23,7 @@ constexpr int kOldestFullOpset = 6;
 
 // Operands Kiln needs as import-time constants (they become attributes), by ONNX op type. Graph
 // inputs feeding them may be specialised through ImportOptions::static_input_values.
+// Clip is not listed: bounds it does not know become maximum/minimum ops.
 static const std::map<std::string, std::vector<int>>& constant_operands() {
   static const std::map<std::string, std::vector<int>> m = {
       {"Reshape", {1}},       {"Expand", {1}},        {"Tile", {1}},          {"Slice", {1, 2, 3, 4}},
@@ -31,7 +32,7 @@ static const std::map<std::string, std::vector<int>>& constant_operands() {
       {"ReduceMean", {1}},    {"ReduceMax", {1}},     {"ReduceMin", {1}},     {"ReduceProd", {1}},
       {"ReduceL1", {1}},      {"ReduceL2", {1}},      {"ReduceLogSum", {1}},  {"ReduceLogSumExp", {1}},
       {"ReduceSumSquare", {1}}, {"Resize", {1, 2, 3}}, {"Upsample", {1}},     {"CumSum", {1}},
-      {"Trilu", {1}},         {"OneHot", {1}},        {"Clip", {1, 2}},       {"Dropout", {1, 2}},
+      {"Trilu", {1}},         {"OneHot", {1}},        {"Dropout", {1, 2}},
       {"HannWindow", {0}},    {"HammingWindow", {0}}, {"BlackmanWindow", {0}}, {"DFT", {1, 2}},
       {"STFT", {1, 3}},       {"Compress", {1}},      {"CenterCropPad", {1}},  {"Col2Im", {1, 2}},
       {"AffineGrid", {1}},    {"MaxUnpool", {2}},
@@ -485,7 +486,8 @@ std::set<std::string> Importer::inputs_to_freeze(const onnx::GraphProto& gp) con
     if (!seen.insert(name).second) continue;
     if (opts_.static_input_values.count(name)) result.insert(name);
     auto p = producer.find(name);
-    if (p != producer.end())
+    const bool reads_only_dims = p != producer.end() && (p->second->op_type() == "Shape" || p->second->op_type() == "Size");
+    if (p != producer.end() && (opts_.freeze_through_shape || !reads_only_dims))
       for (const auto& in : p->second->input())
         if (!in.empty()) work.push_back(in);
   }

@@ -58,7 +58,7 @@ const int kDefaultThreads = omp_get_max_threads();
 bool has_fast_kernel(Op op, DType dtype) { return find_family(op, dtype) != nullptr; }
 
 std::vector<HostTensor> run_op(Op op, const Attrs& attrs, const std::vector<HostTensor>& inputs,
-                               Scoreboard* sb) {
+                               Scoreboard* sb, KernelUsed* used) {
   const Clock::time_point start = Clock::now();
   const OpInfo& info = op_info(op);
   const std::string where = str("eager op '", info.name, "'");
@@ -97,6 +97,10 @@ std::vector<HostTensor> run_op(Op op, const Attrs& attrs, const std::vector<Host
     throw Error(str(where, ": ", e.what()));
   }
   const Clock::time_point kernel_end = Clock::now();
+  if (used)
+    *used = ran == detail::Ran::kNotHandled ? KernelUsed::kReference
+            : ran == detail::Ran::kView     ? KernelUsed::kView
+                                            : KernelUsed::kFast;
 
   if (sb) {
     KernelRecord r;

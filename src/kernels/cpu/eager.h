@@ -12,9 +12,19 @@
 
 namespace kiln::eager {
 
-// Runs op on inputs; appends one KernelRecord to `sb` when non-null.
+// Which kernel one run_op call used. Why: a call that fell back to the reference kernel computes
+// exactly what the interpreter does, so a compiled run made only of those proves nothing about
+// the compiler (onnx_conformance --compile reports such tests apart).
+enum class KernelUsed {
+  kFast,       // a hand-written kernel or a BLAS call
+  kView,       // the output shares the input's storage
+  kReference,  // no fast kernel for this op, dtype or attributes: the interpreter's reference kernel
+};
+
+// Runs op on inputs; appends one KernelRecord to `sb` when non-null; says which kernel ran in
+// `used` when non-null.
 std::vector<HostTensor> run_op(Op op, const Attrs& attrs, const std::vector<HostTensor>& inputs,
-                               Scoreboard* sb = nullptr);
+                               Scoreboard* sb = nullptr, KernelUsed* used = nullptr);
 
 // True when `op` has a fast eager kernel for these input dtypes (otherwise run_op falls back to
 // the reference kernel and names it "<op>(reference)" on the scoreboard).

@@ -100,6 +100,11 @@ std::shared_ptr<Executable> compile_cuda_with_row_forms(const Graph& g, const Cu
   for (const auto& k : exe->kernel_sources) exe->uses_status_ |= k.source.find(", kiln_status)") != std::string::npos;
   exe->stats_.kernels_generated = low.stats_.kernels_generated;
   exe->stats_.library_calls = low.stats_.library_calls;
+  for (size_t i = 0; i < low.steps.size(); ++i) {
+    if (!low.steps[i].library) continue;
+    ++exe->run_stats_.library_steps;
+    if (exe->host_steps_.count(i)) exe->run_stats_.reference_fallbacks.push_back(std::string(op_name(low.steps[i].node->op)));
+  }
   const Clock::time_point t1 = Clock::now();
   exe->stats_.lower_ms = millis(t0, t1);
 

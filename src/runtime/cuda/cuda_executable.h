@@ -62,6 +62,8 @@ class CudaExecutable : public Executable {
   std::vector<HostTensor> run(const std::vector<HostTensor>& inputs, Scoreboard* sb) override;
   std::string explain() const override;
   const CompileStats& stats() const override { return stats_; }
+  // The same for every run: what the program's library and host steps are (set by compile_cuda).
+  RunStats last_run() const override { return run_stats_; }
   const std::string& source() const override { return source_; }
 
   // The device-side steps of run(), for benchmarks that keep data on the GPU: bind() copies the
@@ -89,6 +91,7 @@ class CudaExecutable : public Executable {
   CudaCompileOptions options;
   codegen::cuda::RowFormOptions row_forms;  // each row form's options (the launcher reads persistent_clusters)
   CompileStats stats_;
+  RunStats run_stats_;
   std::string source_;
   std::map<const Value*, DeviceTensor> constants;
   std::shared_ptr<Stream> stream_;  // shared: eager ops (gpu_eager.cc) all run on one stream
