@@ -196,6 +196,10 @@ void ref_Resize(const KernelArgs& a) {
   std::vector<double> scales = a.attrs.get_floats("scales");
   std::vector<double> roi = a.attrs.get_floats("roi");
   int rank = x.rank();
+  // An empty input has no value to sample (a symbolic dim bound to 0 under fixed `sizes`).
+  for (int axis = 0; axis < rank && out.numel() > 0; ++axis)
+    KILN_CHECK(x.shape()[size_t(axis)] > 0, "resize: input x of shape ", dims_to_string(x.shape()), " has no elements on dim ",
+               axis, " but the output ", dims_to_string(out.shape()), " does: nothing to sample");
   std::vector<int64_t> shape = x.shape();
   std::vector<double> cur = x.to_doubles();
   std::vector<int64_t> idx;

@@ -19,6 +19,7 @@ enum class Outcome {
   RunError,        // the compiled executable threw where the reference did not
   Rejected,        // the reference itself refused the inputs: nothing to compare
   IllConditioned,  // differs, but a tiny nudge of the inputs moves the reference as much
+  NarrowPrecision,  // f16/bf16: differs from the per-op rounded reference, agrees with it run in f32
 };
 const char* outcome_name(Outcome o);
 inline bool is_failure(Outcome o) {
