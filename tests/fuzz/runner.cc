@@ -60,15 +60,16 @@ std::string report_failure(const FuzzCase& c, uint64_t seed, const Verdict& v, c
   return line;
 }
 
-// One worker: batches b with b % jobs == job. Writes "coverage" then "failure <line>" records.
-void worker(int job, const RunOptions& opt, const fs::path& out_file) {
+// One worker: batches b = first, first + jobs, ... Writes "batch" and "failure <line>" records,
+// then "done" and its coverage.
+void worker(int64_t first_batch, const RunOptions& opt, const fs::path& out_file) {
   std::ofstream out(out_file);
   const Checker checker(target_for(opt.target), fuzz_compile_options(opt));
   Coverage cov;
   const int64_t batches = (opt.count + opt.batch - 1) / opt.batch;
-  for (int64_t b = job; b < batches; b += opt.jobs) {
+  for (int64_t b = first_batch; b < batches; b += opt.jobs) {
     const int64_t first = b * opt.batch, last = std::min(opt.count, first + opt.batch);
-    out << "batch " << opt.seed + uint64_t(first) << " " << opt.seed + uint64_t(last - 1) << std::endl;
+    out << "batch " << b << " " << opt.seed + uint64_t(first) << " " << opt.seed + uint64_t(last - 1) << std::endl;
     std::vector<FuzzCase> cases;
     std::vector<const FuzzCase*> ptrs;
     for (int64_t i = first; i < last; ++i) cases.push_back(generate_case(opt.seed + uint64_t(i), opt.gen));
@@ -104,45 +105,54 @@ RunResult run_fuzz(const RunOptions& opt) {
   const auto t0 = std::chrono::steady_clock::now();
   const fs::path dir = fs::temp_directory_path() / str("kiln-fuzz-", getpid());
   fs::create_directories(dir);
-  std::vector<pid_t> pids;
-  for (int j = 0; j < opt.jobs; ++j) {
+  // One process per job; a job whose process dies (a crash in the compiler or a kernel) is
+  // reported with its batch and restarted after that batch, so one crash costs one batch.
+  auto start = [&](int job, int64_t first_batch, const fs::path& file) -> pid_t {
     pid_t pid = std::getenv("KILN_FUZZ_NO_FORK") ? 0 : fork();  // set: one job, in-process (debuggers)
     KILN_CHECK(pid >= 0, "fuzz-diff: fork failed");
-    if (pid == 0) {
-      int rc = 0;
-      try {
-        worker(j, opt, dir / str("job", j));
-      } catch (const std::exception& e) {
-        std::cerr << "fuzz-diff: worker " << j << ": " << e.what() << "\n";
-        rc = 2;
-      }
-      std::error_code ec;
-      fs::remove_all(fs::temp_directory_path() / str("kiln-fuzz-cache-", getpid()), ec);
-      if (!std::getenv("KILN_FUZZ_NO_FORK")) _exit(rc);
-      pid = getpid();
+    if (pid != 0) return pid;
+    int rc = 0;
+    try {
+      worker(first_batch, opt, file);
+    } catch (const std::exception& e) {
+      std::cerr << "fuzz-diff: worker " << job << ": " << e.what() << "\n";
+      rc = 2;
     }
-    pids.push_back(pid);
-  }
+    std::error_code ec;
+    fs::remove_all(fs::temp_directory_path() / str("kiln-fuzz-cache-", getpid()), ec);
+    if (!std::getenv("KILN_FUZZ_NO_FORK")) _exit(rc);
+    return getpid();
+  };
+  const int64_t batches = (opt.count + opt.batch - 1) / opt.batch;
+  std::vector<pid_t> pids;
+  for (int j = 0; j < opt.jobs; ++j) pids.push_back(start(j, j, dir / str("job", j, "-0")));
   RunResult r;
-  for (int j = 0; j < opt.jobs; ++j) {
-    int status = 0;
-    if (pids[size_t(j)] != getpid()) waitpid(pids[size_t(j)], &status, 0);
-    std::istringstream lines(read_file(dir / str("job", j)));
-    std::string last_batch, rest;
-    bool done = false;
-    for (std::string l; std::getline(lines, l);) {
-      if (done) rest += l + "\n";
-      else if (l.rfind("batch ", 0) == 0) last_batch = l.substr(6);
-      else if (l.rfind("failure ", 0) == 0) r.failures.push_back(l.substr(8));
-      else if (l == "done") done = true;
-    }
-    if (!done || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+  for (int j = 0; j < opt.jobs; ++j)
+    for (int attempt = 0;; ++attempt) {
+      int status = 0;
+      if (pids[size_t(j)] != getpid()) waitpid(pids[size_t(j)], &status, 0);
+      std::istringstream lines(read_file(dir / str("job", j, "-", attempt)));
+      std::string last_batch, rest;
+      int64_t last_index = -1;
+      bool done = false;
+      for (std::string l; std::getline(lines, l);) {
+        if (done) rest += l + "\n";
+        else if (l.rfind("batch ", 0) == 0) {
+          std::istringstream fields(l.substr(6));
+          uint64_t a = 0, b = 0;
+          fields >> last_index >> a >> b;
+          last_batch = str(a, " ", b);
+        } else if (l.rfind("failure ", 0) == 0) r.failures.push_back(l.substr(8));
+        else if (l == "done") done = true;
+      }
+      r.coverage.merge(Coverage::parse(rest));
+      if (done && WIFEXITED(status) && WEXITSTATUS(status) == 0) break;
       r.crashed = true;
       r.failures.push_back(str("worker ", j, " died (status ", status, ") in the batch of seeds ", last_batch,
                                ": rerun them with --seed FIRST --jobs 1 --verbose"));
+      if (last_index < 0 || last_index + opt.jobs >= batches) break;
+      pids[size_t(j)] = start(j, last_index + opt.jobs, dir / str("job", j, "-", attempt + 1));
     }
-    r.coverage.merge(Coverage::parse(rest));
-  }
   std::error_code ec;
   fs::remove_all(dir, ec);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
