@@ -34,7 +34,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu 
 # exceptions file for CUDA yet).
 if [ $conformance = 1 ]; then
   cuda_list=tests/conformance/onnx_cuda_passing.txt
-  .gpu/onnx_conformance --compile --target cuda --data-dir .gpu/onnx-node --jobs 8 --batch 16 \
+  LD_LIBRARY_PATH=$PWD/.gpu:$LD_LIBRARY_PATH .gpu/onnx_conformance --compile --target cuda --data-dir .gpu/onnx-node --jobs 8 --batch 16 \
     --report "$out/onnx-coverage-cuda.md" --write-passing "$out/onnx_cuda_passing.txt" \
     $([ -f $cuda_list ] && echo --passing $cuda_list) > "$out/onnx-conformance-cuda.log" 2>&1 || rc=1
   grep -v '^  \(folded\|reference-only\|compiled FAIL\)' "$out/onnx-conformance-cuda.log" | tail -8 | cut -c1-400 | tee -a "$log"

@@ -114,6 +114,7 @@ const char* outcome_name(Outcome o) {
     case Outcome::Rejected: return "rejected";
     case Outcome::IllConditioned: return "ill-conditioned";
     case Outcome::NarrowPrecision: return "narrow-precision";
+    case Outcome::Unsupported: return "unsupported";
   }
   return "?";
 }
@@ -156,6 +157,15 @@ std::vector<Verdict> Checker::check(const std::vector<const FuzzCase*>& cases) c
   }
   for (size_t i : live) {
     if (!batched) {
+      // What the target refuses as a whole (an op or dtype it cannot run yet: `kiln ops`) is a
+      // coverage gap, counted and reported, not a wrong answer.
+      if (target_.kind() != TargetKind::Cpu) {
+        std::string why = target_.refusal(*optimized[i]);
+        if (!why.empty()) {
+          out[i] = {Outcome::Unsupported, why};
+          continue;
+        }
+      }
       try {
         exes[i] = target_.compile(*optimized[i], options_);
       } catch (const std::exception& e) {

@@ -8,7 +8,20 @@ namespace kiln::codegen::cuda {
 
 namespace {
 bool supported_matmul_dtype(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+
+int64_t batch_of(const std::vector<int64_t>& s) {
+  int64_t p = 1;
+  for (size_t i = 0; i + 2 < s.size(); ++i) p *= s[i];
+  return p;
+}
 }  // namespace
+
+bool matmul_batch_supported(std::vector<int64_t> as, std::vector<int64_t> bs) {
+  if (as.size() == 1) as.insert(as.begin(), 1);
+  if (bs.size() == 1) bs.push_back(1);
+  if (as.size() < 2 || bs.size() < 2) return false;
+  return batch_of(as) == 1 || batch_of(bs) == 1 || std::equal(as.begin(), as.end() - 2, bs.begin(), bs.end() - 2);
+}
 
 void check_cuda_graph(const Graph& g) {
   for (const auto& node : g.nodes())
@@ -54,6 +67,10 @@ StepPlacement place_library_steps(const lower::Program& low) {
                "lists every op's support)");
     KILN_CHECK(supported_matmul_dtype(n.outputs[0]->type.dtype), n.describe(),
                ": CUDA matmul supports f32, f16 and bf16, not ", dtype_name(n.outputs[0]->type.dtype));
+    if (n.inputs[0]->type.is_static() && n.inputs[1]->type.is_static())
+      KILN_CHECK(matmul_batch_supported(n.inputs[0]->type.static_shape(), n.inputs[1]->type.static_shape()), n.describe(),
+                 ": CUDA matmul does not support the batch broadcast ", n.inputs[0]->type.to_string(), " @ ",
+                 n.inputs[1]->type.to_string());
   }
   return out;
 }

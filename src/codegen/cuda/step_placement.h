@@ -27,4 +27,9 @@ struct StepPlacement {
 // the fused kernel runs it) on that kernel. Throws kiln::Error naming the node for any other.
 StepPlacement place_library_steps(const lower::Program& low);
 
+// Whether cuBLASLt can run a matmul of these operand shapes: equal batch dims, or one side without
+// batch (numpy broadcasting of a single matrix), or 1-D operands. place_library_steps refuses a
+// matmul whose static shapes it cannot run; symbolic ones are checked when the dims are bound.
+bool matmul_batch_supported(std::vector<int64_t> a, std::vector<int64_t> b);
+
 }  // namespace kiln::codegen::cuda

@@ -33,9 +33,6 @@ struct EpilogueMatch {
   const Value* out = nullptr;
 };
 
-// Whether cuBLASLt can run a matmul of these (static) operand shapes: equal batch dims, or one
-// side without batch (numpy broadcasting of a single matrix), or 1-D operands.
-bool cuda_matmul_batch_supported(std::vector<int64_t> a, std::vector<int64_t> b);
 
 
 // The intermediates of one binding in one device arena: plan.offsets[i] is values[i]'s offset.

@@ -66,14 +66,6 @@ std::optional<EpilogueMatch> match_epilogue(const Node& matmul, const runtime::C
   return m;
 }
 
-bool cuda_matmul_batch_supported(std::vector<int64_t> as, std::vector<int64_t> bs) {
-  if (as.size() == 1) as.insert(as.begin(), 1);
-  if (bs.size() == 1) bs.push_back(1);
-  if (as.size() < 2 || bs.size() < 2) return false;
-  int64_t batch_a = product(as, 0, as.size() - 2), batch_b = product(bs, 0, bs.size() - 2);
-  return batch_a == 1 || batch_b == 1 || std::equal(as.begin(), as.end() - 2, bs.begin(), bs.end() - 2);
-}
-
 // Every intermediate buffer (neither input, output nor constant) with the steps that write and
 // last read it — through views, kernel parameters and library calls alike (the CPU's arena leaves
 // out buffers a library call touches; on the GPU they are device buffers like any other) — laid
@@ -109,6 +101,10 @@ DeviceArenaPlan CudaExecutable::device_memory_plan(const std::map<std::string, i
       lk.kernel.params[p].is_output ? wrote(lk.param_values[p], int(k)) : read(lk.param_values[p], int(k));
   }
   for (const auto& [matmul, match] : epilogues_) wrote(match.out, int(matmul));
+  // A graph output that is a view of an intermediate (unsqueeze(eq(a, b))) is read after the last
+  // step, when the outputs are copied out: its buffer lives to the end of the run.
+  for (const Value* o : lowered->graph->outputs())
+    if (const Value* root = sched.buffer_of(o); first.count(root)) last[root] = int(lowered->steps.size());
   DeviceArenaPlan out;
   std::vector<lower::BufferRequest> requests;
   for (const auto& [v, slot] : lowered->slots) {

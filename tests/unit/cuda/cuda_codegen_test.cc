@@ -29,19 +29,14 @@ namespace kiln::testing {
 namespace {
 
 // Whether compile_cuda runs a lowered graph: its placement of library steps (host steps, cuBLASLt,
-// fused attention; codegen/cuda/step_placement.h) accepts every one, and each matmul's batch dims
-// are ones cuBLASLt takes.
+// fused attention; codegen/cuda/step_placement.h) accepts every one — including each matmul's
+// batch dims being ones cuBLASLt takes.
 bool runs_on_cuda(const runtime::CompiledExecutable& low) {
   try {
     codegen::cuda::place_library_steps(low);
   } catch (const Error&) {
     return false;
   }
-  for (const auto& step : low.steps)
-    if (step.library && step.node->op == Op::MatMul &&
-        !cuda::cuda_matmul_batch_supported(step.node->inputs[0]->type.static_shape(),
-                                           step.node->inputs[1]->type.static_shape()))
-      return false;
   return true;
 }
 
