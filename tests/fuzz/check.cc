@@ -42,9 +42,11 @@ bool ill_conditioned(const Graph& g, const std::vector<HostTensor>& inputs, cons
 // parse, e.g. an explicit cast to f16).
 std::unique_ptr<Graph> widened(const Graph& g) {
   std::string text = print_graph(g), out;
-  for (size_t i = 0; i < text.size(); ++i) {
+  for (size_t i = 0; i < text.size(); ++i) {  // types, and the dtype attributes of casts and sources
     if (text.compare(i, 5, "bf16[") == 0) out += "f32[", i += 4;
     else if (text.compare(i, 4, "f16[") == 0 && (i == 0 || text[i - 1] != 'b')) out += "f32[", i += 3;
+    else if (text.compare(i, 13, "dtype = bf16,") == 0 || text.compare(i, 13, "dtype = bf16}") == 0) out += "dtype = f32", i += 11;
+    else if (text.compare(i, 12, "dtype = f16,") == 0 || text.compare(i, 12, "dtype = f16}") == 0) out += "dtype = f32", i += 10;
     else out += text[i];
   }
   if (out == text) return nullptr;
