@@ -57,7 +57,7 @@ fi
 # 0 skips), the saved regressions replayed first. Mismatches fail the script; shrunk cases go to $out.
 fuzz_n=${KILN_FUZZ_CUDA_GRAPHS:-1000}
 if [ "$fuzz_n" != 0 ] && [ -x .gpu/kiln-fuzz-diff ]; then
-  .gpu/kiln-fuzz-diff --replay tests/fuzz/regressions --target cuda \
+  .gpu/kiln-fuzz-diff --replay tests/fuzz/regressions tests/fuzz/regressions-cuda --target cuda \
     --known-failing tests/fuzz/regressions/known_failing.txt > "$out/fuzz-cuda-regressions.log" 2>&1 || rc=1
   tail -3 "$out/fuzz-cuda-regressions.log" | tee -a "$log"
   .gpu/kiln-fuzz-diff "$fuzz_n" --target cuda --jobs "$(nproc)" --report "$out/fuzz-cuda.md" \

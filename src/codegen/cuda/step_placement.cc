@@ -34,6 +34,18 @@ void check_cuda_graph(const Graph& g) {
   for (const Value* in : g.inputs())
     KILN_CHECK(!(in->type.is_tensor() && in->type.dtype == DType::Str), "compile_cuda: input '", in->name,
                "' has dtype str; string tensors run only on the CPU (kiln::compile)");
+  // Sequences and optionals (a graph that only passes one through) and the 8- and 4-bit storage
+  // types are CPU-only: refused here, before lowering, so targets and tools report them as such.
+  auto check_value = [](const Value* v, const std::string& what) {
+    KILN_CHECK(v->type.is_tensor(), "compile_cuda: ", what, " is a ", v->type.to_string(),
+               "; sequences and optionals run only on the CPU (kiln::compile)");
+    KILN_CHECK(!is_narrow(v->type.dtype), "compile_cuda: ", what, " has dtype ", dtype_name(v->type.dtype),
+               "; the 8- and 4-bit types are supported on the CPU only");
+  };
+  for (const Value* in : g.inputs()) check_value(in, str("input '", in->name, "'"));
+  for (const Value* out : g.outputs()) check_value(out, str("output '", out->name, "'"));
+  for (const auto& node : g.nodes())
+    for (const Value* v : node->outputs) check_value(v, node->describe());
 }
 
 StepPlacement place_library_steps(const lower::Program& low) {
