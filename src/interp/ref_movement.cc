@@ -193,6 +193,9 @@ void ref_Gather(const KernelArgs& a) {
   HostTensor& out = a.out[0];
   int axis = normalize_axis(a.attrs.get_int("axis"), x.rank());
   int index_rank = indices.rank();
+  // Every index is checked, also where the output is empty (another dim of x is 0), as the
+  // library kernels do: an out-of-range index is bad input whatever else is empty.
+  for (int64_t p = 0; p < indices.numel(); ++p) checked_index(indices, p, x.shape()[size_t(axis)], axis);
   std::vector<int64_t> in_coords(x.shape().size()), idx_coords(indices.shape().size());
   for (int64_t i = 0; i < out.numel(); ++i) {
     std::vector<int64_t> c = unravel_index(i, out.shape());
@@ -226,6 +229,7 @@ void ref_IndexSelect(const KernelArgs& a) {
   const HostTensor& index = a.in[1];
   HostTensor& out = a.out[0];
   int axis = normalize_axis(a.attrs.get_int("axis"), x.rank());
+  for (int64_t p = 0; p < index.numel(); ++p) checked_index(index, p, x.shape()[size_t(axis)], axis);  // as ref_Gather
   for (int64_t i = 0; i < out.numel(); ++i) {
     std::vector<int64_t> c = unravel_index(i, out.shape());
     c[size_t(axis)] = checked_index(index, c[size_t(axis)], x.shape()[size_t(axis)], axis);
