@@ -8,6 +8,7 @@
 #include "kiln/error.h"
 #include "kiln/interp.h"
 #include "common/compare.h"
+#include "common/conditioning.h"
 
 namespace kiln::fuzz {
 
@@ -19,22 +20,6 @@ double nudge_for(DType d) {
     case DType::F16: return 2e-3;
     case DType::BF16: return 1.6e-2;
     default: return 1e-6;
-  }
-}
-
-bool ill_conditioned(const Graph& g, const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& want,
-                     size_t output) {
-  std::vector<HostTensor> nudged;
-  for (const HostTensor& t : inputs) {
-    HostTensor c = t.clone();
-    if (is_float(c.dtype()))
-      for (int64_t i = 0; i < c.numel(); i += 2) c.set_f64(i, c.get_f64(i) * (1 + nudge_for(c.dtype())));
-    nudged.push_back(std::move(c));
-  }
-  try {
-    return !testing::compare_tensors(interp::run(g, nudged)[output], want[output]).empty();
-  } catch (const Error&) {
-    return true;
   }
 }
 
@@ -92,7 +77,7 @@ Verdict compare(const FuzzCase& c, Executable& exe, const std::vector<HostTensor
   for (size_t o = 0; o < want.size(); ++o) {
     std::string diff = testing::compare_tensors(got[o], want[o]);
     if (diff.empty()) continue;
-    if (ill_conditioned(*c.graph, inputs, want, o)) {
+    if (testing::ill_conditioned(*c.graph, inputs, want, o, nudge_for)) {
       v = {Outcome::IllConditioned, str("output ", o, ": ", diff)};
       continue;
     }
