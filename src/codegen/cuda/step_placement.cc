@@ -1,6 +1,7 @@
 // compile_cuda's placement of library steps (see step_placement.h).
 #include "codegen/cuda/step_placement.h"
 
+#include "codegen/cuda/library_kernels.h"
 #include "codegen/cuda/prepare_graph.h"
 #include "kiln/error.h"
 
@@ -74,9 +75,13 @@ StepPlacement place_library_steps(const lower::Program& low) {
       for (const Value* result : n.outputs) host_values.insert(result);
       continue;
     }
-    KILN_CHECK(n.op == Op::MatMul, n.describe(), ": the CUDA backend has no kernel for op '", op_name(n.op),
-               "' (library calls on CUDA: matmul; shape_of is computed on the host; `kiln ops --target cuda` ",
-               "lists every op's support)");
+    if (n.op != Op::MatMul) {
+      const std::string why = library_kernel_refusal(n);
+      KILN_CHECK(why.empty(), why, " (library calls on CUDA: matmul, attention and the kernels of ",
+                 "src/codegen/cuda/library_kernels.h; `kiln ops --target cuda` lists every op's support)");
+      for (const std::string& name : library_kernel_names(n)) out.library_kernels.insert(name);
+      continue;
+    }
     KILN_CHECK(supported_matmul_dtype(n.outputs[0]->type.dtype), n.describe(),
                ": CUDA matmul supports f32, f16 and bf16, not ", dtype_name(n.outputs[0]->type.dtype));
     if (n.inputs[0]->type.is_static() && n.inputs[1]->type.is_static())

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <set>
+#include <string>
 #include <utility>
 
 #include "kiln/graph.h"
@@ -20,11 +21,13 @@ void check_cuda_graph(const Graph& g);
 struct StepPlacement {
   std::set<size_t> host_steps;                              // indices into Program::steps
   std::set<std::pair<DType, int64_t>> attention_kernels;    // fused attention kernels to build
+  std::set<std::string> library_kernels;                    // library_kernels.h kernels to build
 };
 
 // The library steps of `low`: shape_of and steps whose operands are all constants or host-step
 // results run on the host; matmul (f32, f16, bf16) on cuBLASLt; attention (kept whole only where
-// the fused kernel runs it) on that kernel. Throws kiln::Error naming the node for any other.
+// the fused kernel runs it) on that kernel; gather, concat, pad, pooling, conv and the other ops of
+// library_kernels.h on their CUDA library kernels. Throws kiln::Error naming the node for any other.
 StepPlacement place_library_steps(const lower::Program& low);
 
 // Whether cuBLASLt can run a matmul of these operand shapes: equal batch dims, or one side without

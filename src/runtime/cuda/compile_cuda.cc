@@ -7,6 +7,7 @@
 #include <iterator>
 #include <set>
 
+#include "codegen/cuda/library_kernels.h"
 #include "codegen/cuda/step_placement.h"
 #include "kiln/error.h"
 #include "runtime/compile_cache.h"
@@ -97,6 +98,9 @@ std::shared_ptr<Executable> compile_cuda_with_row_forms(const Graph& g, const Cu
   for (const auto& lk : low.kernels) exe->kernel_sources.push_back(codegen::cuda::emit_cuda_kernel(lk.kernel, emit));
   exe->source_ = codegen::cuda::cuda_translation_unit(exe->kernel_sources);
   exe->source_ += codegen::cuda::fused_attention_source(attention_kernels);
+  const std::set<std::string>& library_kernels = lowering.placement.library_kernels;
+  exe->source_ += codegen::cuda::library_kernels_source(library_kernels);
+  exe->uses_status_ |= !library_kernels.empty();  // gather's index checks
   for (const auto& k : exe->kernel_sources) exe->uses_status_ |= k.source.find(", kiln_status)") != std::string::npos;
   exe->stats_.kernels_generated = low.stats_.kernels_generated;
   exe->stats_.library_calls = low.stats_.library_calls;
@@ -108,7 +112,7 @@ std::shared_ptr<Executable> compile_cuda_with_row_forms(const Graph& g, const Cu
   const Clock::time_point t1 = Clock::now();
   exe->stats_.lower_ms = millis(t0, t1);
 
-  if (!low.kernels.empty() || !attention_kernels.empty()) {
+  if (!low.kernels.empty() || !attention_kernels.empty() || !library_kernels.empty()) {
     const std::string arch = device.info().arch();
     const NvrtcStatus& nv = nvrtc_status();
     KILN_CHECK(nv.loaded, nv.message);
@@ -146,6 +150,7 @@ std::shared_ptr<Executable> compile_cuda_with_row_forms(const Graph& g, const Cu
       allow_dynamic_shared(fn, int(codegen::cuda::fused_attention_shared_bytes(d)));
       exe->attention_functions_[name] = fn;
     }
+    for (const std::string& name : library_kernels) exe->library_functions_[name] = exe->module->function(name);
     exe->stats_.load_ms = millis(c1, Clock::now());
   }
   exe->stream_ = std::make_unique<Stream>();

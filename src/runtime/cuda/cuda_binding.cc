@@ -2,6 +2,7 @@
 // outputs of their own, intermediates in one arena), host steps run on the CPU and uploaded, and
 // each step's launch shape or library plan fixed, so repeated runs allocate nothing.
 #include <algorithm>
+#include <cstring>
 #include <memory>
 
 #include "kernels/cpu/eager.h"
@@ -92,6 +93,8 @@ CudaExecutable::Binding& CudaExecutable::binding_for_dims(const std::map<std::st
     }
     if (step.library && step.node->op == Op::Attention) {
       plan_attention(*step.node, dims, plan);
+    } else if (step.library && step.node->op != Op::MatMul) {
+      plan_library_kernel(*step.node, dims, sms, plan);
     } else if (step.library) {
       const Node& n = *step.node;
       std::vector<int64_t> as = eval_shape(n.inputs[0]->type.shape, dims);
@@ -163,9 +166,33 @@ CudaExecutable::Binding& CudaExecutable::binding_for_dims(const std::map<std::st
   bool any_matmul = false;
   for (const StepPlan& plan : b->steps) any_matmul |= plan.matmul != nullptr;
   if (any_matmul) b->workspace = DeviceTensor::empty(DType::U8, {int64_t(LtMatmul::kWorkspaceBytes)}, *stream_);
+  for (StepPlan& plan : b->steps)
+    for (StepPlan::LibraryLaunch& l : plan.library_launches)
+      if (l.spec.scratch_bytes > 0) {
+        l.scratch = DeviceTensor::empty(DType::U8, {l.spec.scratch_bytes}, *stream_);
+        if (!l.spec.table.empty()) {  // resize's taps: the same for every run of this binding
+          HostTensor table = HostTensor::zeros(DType::F64, {int64_t(l.spec.table.size())});
+          std::memcpy(table.raw(), l.spec.table.data(), l.spec.table.size() * sizeof(double));
+          l.scratch.part(0, DType::F64, {int64_t(l.spec.table.size())}).copy_from_host(table, *stream_);
+        }
+      }
   Binding& ref = *b;
   bindings_[syms] = std::move(b);
   return ref;
+}
+
+void CudaExecutable::plan_library_kernel(const Node& n, const std::map<std::string, int64_t>& dims, int sms,
+                                         StepPlan& plan) const {
+  for (codegen::cuda::LibraryLaunch& spec : codegen::cuda::plan_library_kernel(n, dims)) {
+    StepPlan::LibraryLaunch l;
+    l.fn = library_functions_.at(spec.kernel);
+    const int64_t threads = 256;  // the kernels' __launch_bounds__
+    l.shape.block_x = unsigned(threads);
+    l.shape.grid_x = unsigned(std::clamp<int64_t>((spec.points + threads - 1) / threads, 0, int64_t(sms) * 32));
+    l.spec = std::move(spec);
+    plan.library_launches.push_back(std::move(l));
+  }
+  plan.buffers.assign(n.inputs.begin(), n.inputs.end());
 }
 
 }  // namespace kiln::cuda

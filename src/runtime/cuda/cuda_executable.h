@@ -15,6 +15,7 @@
 
 #include "codegen/cuda/attention_kernel.h"
 #include "codegen/cuda/cuda_emitter.h"
+#include "codegen/cuda/library_kernels.h"
 #include "kiln/cuda.h"
 #include "lower/memory_plan.h"
 #include "runtime/cuda/cublaslt_matmul.h"
@@ -98,6 +99,7 @@ class CudaExecutable : public Executable {
   std::set<size_t> skipped_steps_;
   std::set<size_t> host_steps_;
   std::map<std::string, CUfunction> attention_functions_;  // fused attention kernels by name
+  std::map<std::string, CUfunction> library_functions_;    // library kernels (library_kernels.h) by name
   bool uses_status_ = false;  // some kernel reports integer division by zero through the status word  // shape arithmetic: computed on the CPU at bind time, no launch
 
  private:
@@ -113,8 +115,17 @@ class CudaExecutable : public Executable {
     std::optional<codegen::cuda::FusedAttentionArgs> attention;  // pointers filled at each enqueue
     std::array<int64_t, 3> attention_offsets{};  // bytes into q's, k's, v's buffers (strided views)
     double attention_flops = 0;
+    // A library kernel's launches (gather, concat, conv...: library_kernels.h), with their scratch.
+    struct LibraryLaunch {
+      codegen::cuda::LibraryLaunch spec;
+      CUfunction fn = nullptr;
+      LaunchShape shape;
+      DeviceTensor scratch;
+    };
+    std::vector<LibraryLaunch> library_launches;
   };
   void plan_attention(const Node& n, const std::map<std::string, int64_t>& dims, StepPlan& plan) const;
+  void plan_library_kernel(const Node& n, const std::map<std::string, int64_t>& dims, int sms, StepPlan& plan) const;
   Binding& binding_for(const std::vector<HostTensor>& inputs);
   Binding& binding_for_dims(const std::map<std::string, int64_t>& dims, bool external_inputs);
   void enqueue(Binding& b);

@@ -19,6 +19,16 @@ struct HostKilnArgs {
   int* status;
 };
 
+// Host mirror of the library kernels' KilnLibArgs (library_kernel_source.cc).
+struct HostLibArgs {
+  const void* in[codegen::cuda::kLibMaxInputs];
+  void* out[2];
+  int64_t p[codegen::cuda::kLibMaxParams];
+  double f[2];
+  int* status;
+  void* scratch;
+};
+
 }  // namespace
 
 void CudaExecutable::enqueue(Binding& b) {
@@ -42,6 +52,22 @@ void CudaExecutable::enqueue(Binding& b) {
         plan.matmul->run(device_ptr(plan.buffers[0]), device_ptr(plan.buffers[1]),
                          plan.buffers.size() > 3 ? device_ptr(plan.buffers[3]) : 0, device_ptr(plan.buffers[2]),
                          b.workspace.data(), *stream_, plan.buffers.size() > 4 ? device_ptr(plan.buffers[4]) : 0);
+      for (StepPlan::LibraryLaunch& l : plan.library_launches) {
+        if (l.shape.grid_x == 0) continue;  // nothing to compute (an empty output)
+        HostLibArgs args{};
+        for (size_t i = 0; i < l.spec.inputs.size(); ++i) args.in[i] = reinterpret_cast<const void*>(device_ptr(l.spec.inputs[i]));
+        for (size_t i = 0; i < l.spec.outputs.size(); ++i) args.out[i] = reinterpret_cast<void*>(device_ptr(l.spec.outputs[i]));
+        for (size_t i = 0; i < l.spec.params.size(); ++i) args.p[i] = l.spec.params[i];
+        args.f[0] = l.spec.value;
+        args.status = reinterpret_cast<int*>(b.status.data());
+        args.scratch = l.spec.scratch_bytes > 0 ? reinterpret_cast<void*>(l.scratch.data()) : nullptr;
+        void* params[] = {&args};
+        try {
+          launch_kernel(l.fn, l.shape, *stream_, params);
+        } catch (const Error& e) {
+          throw Error(str(e.what(), " (library kernel ", l.spec.kernel, ": ", l.shape.grid_x, " blocks of ", l.shape.block_x, " threads)"));
+        }
+      }
       if (plan.attention) {
         codegen::cuda::FusedAttentionArgs args = *plan.attention;
         args.q = reinterpret_cast<const void*>(device_ptr(plan.buffers[0]) + DevicePtr(plan.attention_offsets[0]));
@@ -118,7 +144,10 @@ std::vector<HostTensor> CudaExecutable::outputs() {
   stream_->synchronize();
   if (uses_status_) {
     HostTensor status = b.status.download(*stream_);
-    if (status.get_f64(0) != 0) throw Error("a CUDA kernel hit an integer division or modulo by zero");
+    const int code = int(status.get_f64(0));
+    if (code & codegen::cuda::kStatusIndexOutOfRange)
+      throw Error("a CUDA gather read an index out of range (indices must lie in [-n, n) for an axis of n)");
+    if (code != 0) throw Error("a CUDA kernel hit an integer division or modulo by zero");
   }
   const Graph& g = *lowered->graph;
   const lower::Schedule& s = lowered->schedule;
@@ -162,11 +191,19 @@ void CudaExecutable::record(Binding& b, Scoreboard* sb) {
     if (plan.library) {
       // Attention's buffers may be those its operands are views of: count the operands.
       std::vector<const Value*> moved = plan.buffers;
+      size_t first_written = 2;  // matmul: a, b, then the product
       if (plan.attention) moved = {step.node->inputs[0], step.node->inputs[1], step.node->inputs[2], step.node->outputs[0]};
+      if (plan.attention) first_written = 3;
+      if (!plan.library_launches.empty()) {  // every operand read once, every result written once
+        moved.assign(step.node->inputs.begin(), step.node->inputs.end());
+        first_written = moved.size();
+        moved.insert(moved.end(), step.node->outputs.begin(), step.node->outputs.end());
+      }
       for (size_t k = 0; k < moved.size(); ++k) {
         const Value* v = moved[k];
         int64_t bytes = v->type.numel().evaluate(b.dims) * dtype_size(v->type.dtype);
-        (k == (plan.attention ? 3 : 2) ? rec.bytes_written : rec.bytes_read) += bytes;
+        bool written = plan.library_launches.empty() ? k == first_written : k >= first_written;
+        (written ? rec.bytes_written : rec.bytes_read) += bytes;
       }
       if (plan.matmul && plan.buffers.size() > 3) rec.name += "+epilogue";
       if (plan.matmul) rec.flops = plan.matmul->flops();
@@ -233,7 +270,9 @@ std::vector<DeviceTensor> CudaExecutable::run_device(const std::vector<DeviceTen
   ++b.launches;
   if (uses_status_) {  // integer division: as the CPU eager kernels, report a zero divisor now
     HostTensor status = b.status.download(*stream_);
-    KILN_CHECK(status.get_f64(0) == 0, "graph '", g.name(), "': integer division or modulo by zero");
+    const int code = int(status.get_f64(0));
+    KILN_CHECK(!(code & codegen::cuda::kStatusIndexOutOfRange), "graph '", g.name(), "': a gather index out of range");
+    KILN_CHECK(code == 0, "graph '", g.name(), "': integer division or modulo by zero");
   }
   std::vector<DeviceTensor> out;
   for (const Value* v : g.outputs()) {

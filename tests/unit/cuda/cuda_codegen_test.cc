@@ -11,6 +11,7 @@
 
 #include "codegen/common/c_emitter.h"
 #include "codegen/cuda/cuda_emitter.h"
+#include "codegen/cuda/library_kernels.h"
 #include "common/op_samples.h"
 #include "codegen/cuda/prepare_graph.h"
 #include "kiln/cuda.h"
@@ -68,6 +69,16 @@ TEST(CudaCodegen, EveryGeneratedOpSampleCompilesWithNvrtc) {
   if (!cuda::nvrtc_status().loaded) GTEST_SKIP() << cuda::nvrtc_status().message;
   std::string source = codegen::cuda::cuda_translation_unit(to_compile);
   EXPECT_NO_THROW(cuda::nvrtc_compile(source, "op_samples.cu", "sm_90", {"--std=c++17", "-diag-suppress=550,177"}));
+}
+
+// Every library kernel (gather, concat, conv...; library_kernels.h) in every dtype it takes.
+TEST(CudaCodegen, EveryLibraryKernelCompilesWithNvrtc) {
+  const std::set<std::string> names = codegen::cuda::all_library_kernel_names();
+  EXPECT_GT(names.size(), 60u);
+  const std::string source = codegen::cuda::cuda_prelude() + codegen::cuda::library_kernels_source(names);
+  for (const std::string& name : names) EXPECT_NE(source.find(" " + name + "("), std::string::npos) << name;
+  if (!cuda::nvrtc_status().loaded) GTEST_SKIP() << cuda::nvrtc_status().message;
+  EXPECT_NO_THROW(cuda::nvrtc_compile(source, "library_kernels.cu", "sm_90", {"--std=c++17", "-diag-suppress=550,177"}));
 }
 
 // The shared expressions call the CPU prelude's helpers by name; the CUDA prelude must define

@@ -1,0 +1,56 @@
+// CUDA library kernels: hand-written kernels for the ops no generated (Loop IR) kernel computes —
+// gather, gather_elements, concat, pad, tril/triu, argmax/argmin, cumsum, topk, max/avg/global
+// pooling, conv2d, conv_transpose2d, det and resize — one kernel per op and dtype, compiled by NVRTC in the
+// graph's translation unit and launched as that op's library step. Why: every op of the table needs
+// a CUDA decision that runs (issue 20); these are the correct baseline (one thread per output point
+// or line, coalesced along the innermost dim) that a fused or cuDNN path has to beat. Planning is
+// pure (no device): `kiln dump`, the op table and the tests use it on machines without a GPU.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "kiln/graph.h"
+
+namespace kiln::codegen::cuda {
+
+constexpr int kLibMaxInputs = 8;   // concat takes more operands over several launches
+constexpr int kLibMaxParams = 40;  // int64 parameters of one launch
+constexpr int kLibMaxRank = 8;     // gather_elements and pad address up to this many dims
+
+// One launch of a library kernel: what the launcher puts into the kernels' KilnLibArgs struct
+// (in[], out[], p[], f[], status, scratch), and how many points its grid-stride loop covers.
+struct LibraryLaunch {
+  std::string kernel;                 // extern "C" name in library_kernels_source
+  std::vector<const Value*> inputs;   // in[0..]
+  std::vector<const Value*> outputs;  // out[0..]
+  std::vector<int64_t> params;        // p[0..]
+  double value = 0;                   // f[0]
+  int64_t points = 0;                 // threads of work; 0: nothing to launch
+  int64_t scratch_bytes = 0;          // device scratch the launch needs (det's LU copies)
+  std::vector<double> table;          // uploaded into the scratch once per binding (resize's taps)
+};
+
+// Empty when node n runs as a library kernel; else why not (dtype, rank, op), naming the node.
+std::string library_kernel_refusal(const Node& n);
+
+// The kernels node n's launches call, whatever the dims (to compile them with the graph).
+std::vector<std::string> library_kernel_names(const Node& n);
+
+// Node n's launches once its dims are bound. Throws kiln::Error naming the node for bad input the
+// reference interpreter also rejects (reflect padding wider than the dim, argmax over an empty axis).
+std::vector<LibraryLaunch> plan_library_kernel(const Node& n, const std::map<std::string, int64_t>& dims);
+
+// Every kernel name of every op in every dtype it takes (for the NVRTC test: all must compile).
+std::set<std::string> all_library_kernel_names();
+
+// CUDA source (after cuda_prelude()) defining the named kernels.
+std::string library_kernels_source(const std::set<std::string>& names);
+
+// Bits of the status word a library kernel sets (the generated kernels set 1: division by zero).
+constexpr int kStatusIndexOutOfRange = 2;
+
+}  // namespace kiln::codegen::cuda
