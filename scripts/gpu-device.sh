@@ -47,7 +47,7 @@ fi
 if [ $memcheck = 1 ]; then
   sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   "$sanitizer" --tool memcheck --error-exitcode 3 \
-    .gpu/test_cuda --gtest_brief=1 --gtest_filter='CudaCompiled.*:CudaBulkRows.*:CudaClusterMail.*:CudaFusedRowReductions.*:CudaRegisterRows.*:CudaStagedRows.*:CudaGpu.*:GpuEager.*' \
+    .gpu/test_cuda --gtest_brief=1 --gtest_filter='CudaCompiled.*:CudaLibraryKernels.*:CudaBulkRows.*:CudaClusterMail.*:CudaFusedRowReductions.*:CudaRegisterRows.*:CudaStagedRows.*:CudaGpu.*:GpuEager.*' \
     > /tmp/memcheck.log 2>&1
   mc=$?
   echo "memcheck exit $mc" >> /tmp/memcheck.log; tail -4 /tmp/memcheck.log | tee -a "$log"

@@ -32,6 +32,9 @@ struct CudaCompileOptions {
   // Attention on f16/bf16 (no mask operand, head dim a multiple of 16 up to 128) as one fused
   // kernel instead of matmul, softmax and matmul over the materialised scores (sm_80 and newer).
   bool fused_attention = true;
+  // conv2d through cuDNN (dlopened; symmetric padding) where it loads; else, and with this off,
+  // the direct library kernel (codegen/cuda/library_kernels.h).
+  bool use_cudnn = true;
 };
 
 // Empty when this build has the CUDA backend and a CUDA device is usable here; otherwise why not

@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -96,5 +97,12 @@ std::vector<std::pair<std::string, std::string>> registered_passes();
 
 // Node counts by op name.
 std::map<std::string, int> op_histogram(const Graph& g);
+
+// An f32 graph rebuilt in f16 or bf16 (mixed precision for GPUs): f32 inputs are cast on entry,
+// f32 constants, results and dtype attributes become `to`, f32 outputs are cast back, so callers
+// still pass and get f32. The kernels compute 16-bit values in f32 (softmax and norm statistics,
+// reduction and GEMM accumulators); only what is stored between kernels is 16-bit. `to` = f32
+// returns a copy. Throws kiln::Error for graphs with control flow.
+std::unique_ptr<Graph> to_float_precision(const Graph& g, DType to);
 
 }  // namespace kiln

@@ -74,7 +74,8 @@ def test_ops():
         expect(f.read() == kiln("ops", "--markdown").stdout,
                "docs/ops-support.md is stale: run `build/kiln ops --markdown > docs/ops-support.md`")
     cuda = kiln("ops", "--target", "cuda").stdout
-    expect("matmul  library: cuBLASLt" in cuda and "gather  unsupported:" in cuda, f"kiln ops --target cuda: {cuda[:400]}")
+    expect("matmul  library: cuBLASLt" in cuda and "gather  library: CUDA library kernel" in cuda
+           and "sequence_at  unsupported:" in cuda, f"kiln ops --target cuda: {cuda[:400]}")
     both = kiln("ops").stdout
     expect("\n  cpu: " in both and "\n  cuda: " in both, "kiln ops lists both targets")
     bad = kiln("ops", "--target", "tpu", ok=False)
@@ -248,13 +249,18 @@ def test_dump_onnx():
     d = os.path.join(TMP, "dump-onnx")
     kiln("dump", ONNX_MODEL, "--dir", d)
     check_dump(d)
-    # A model the GPU cannot run yet (gather has no CUDA kernel) is still dumped; the CUDA program
-    # says why compile_cuda would refuse it.
+    # Gather runs on the GPU as a library kernel: the CUDA program lists it as a library step.
     gather = os.path.join(os.path.dirname(os.path.dirname(ONNX_MODEL)), "test_gather_0", "model.onnx")
     dg = os.path.join(TMP, "dump-gather")
     kiln("dump", gather, "--dir", dg)
     prog = open(os.path.join(dg, "program-cuda.txt")).read()
-    expect(prog.startswith("compile_cuda refuses this graph:") and "gather" in prog, f"program-cuda.txt: {prog[:300]}")
+    expect(prog.startswith("program ") and re.search(r"library +gather", prog), f"program-cuda.txt: {prog[:400]}")
+    # A model the GPU cannot run (control flow) is still dumped; the CUDA program says why not.
+    cond = os.path.join(os.path.dirname(os.path.dirname(ONNX_MODEL)), "test_if", "model.onnx")
+    di = os.path.join(TMP, "dump-if")
+    kiln("dump", cond, "--dir", di)
+    prog = open(os.path.join(di, "program-cuda.txt")).read()
+    expect(prog.startswith("compile_cuda refuses this graph:") and "control flow" in prog, f"program-cuda.txt: {prog[:300]}")
 
 
 def test_profile():

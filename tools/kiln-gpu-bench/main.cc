@@ -18,6 +18,7 @@
 #include "kiln/cuda.h"
 #include "kiln/demo.h"
 #include "kiln/error.h"
+#include "kiln/onnx.h"
 #include "kiln/passes.h"
 #include "kiln/scoreboard.h"
 #include "kiln/target.h"
@@ -371,6 +372,52 @@ void dispatch(Results& r) {
                               ", \"ops\": ", cx.launches_per_run(), "}"));
 }
 
+// A real model (an ONNX file, scripts/real_models.py) as `kiln run --device cuda [--dtype]` compiles
+// it: compile time cold (no cache) and warm (cache hit), the median of event-timed graph replays,
+// and kernels launched and bytes moved per run; the slowest steps say where the time goes.
+void model(Results& r, const std::string& path, const std::string& dtype) {
+  std::unique_ptr<Graph> g = import_onnx(path);
+  if (!dtype.empty() && dtype != "f32") g = to_float_precision(*g, *parse_dtype(dtype));
+  std::vector<HostTensor> inputs;
+  for (size_t i = 0; i < g->inputs().size(); ++i) {
+    const Value* v = g->inputs()[i];
+    KILN_CHECK(v->type.is_static(), path, ": input '", v->name, "' has symbolic dims; export at fixed shapes");
+    const std::vector<int64_t> shape = v->type.static_shape();
+    const bool mask = v->name.find("mask") != std::string::npos;
+    inputs.push_back(mask ? HostTensor::from_doubles(v->type.dtype, shape, std::vector<double>(size_t(numel_of(shape)), 1.0))
+                          : is_integer(v->type.dtype) ? HostTensor::random(v->type.dtype, shape, 7 + i, 0, 999)
+                                                      : HostTensor::random(v->type.dtype, shape, 7 + i));
+  }
+  CudaCompileOptions cold;
+  cold.base.use_cache = false;
+  auto t0 = std::chrono::steady_clock::now();
+  compile_gpu(*g, cold, /*optimize=*/true);
+  auto t1 = std::chrono::steady_clock::now();
+  compile_gpu(*g, {}, true);  // fills the cache
+  auto t2 = std::chrono::steady_clock::now();
+  auto exe = compile_gpu(*g, {}, true);
+  auto t3 = std::chrono::steady_clock::now();
+  auto& cx = as_cuda(exe);
+  cx.bind(inputs);
+  const double ms = time_ms(*cx.stream_, [&] { cx.launch(); }, 3, 20);
+  Scoreboard sb;
+  cx.run(inputs, &sb);
+  std::vector<KernelRecord> recs = sb.kernels();
+  std::sort(recs.begin(), recs.end(), [](const auto& a, const auto& b) { return a.time_us > b.time_us; });
+  std::string slowest = "[";
+  for (size_t i = 0; i < recs.size() && i < 6; ++i)
+    slowest += str(i ? ", " : "", "{\"step\": \"", recs[i].name.substr(0, 60), "\", \"us\": ", fixed(recs[i].time_us, 1), "}");
+  slowest += "]";
+  std::string name = path;
+  if (size_t slash = name.rfind("/model.onnx"); slash != std::string::npos) name = name.substr(0, slash);
+  if (size_t slash = name.rfind('/'); slash != std::string::npos) name = name.substr(slash + 1);
+  r.add(str("model_", name, dtype.empty() ? "" : "_" + dtype),
+        str("{\"ms\": ", fixed(ms), ", \"compile_cold_s\": ", fixed(std::chrono::duration<double>(t1 - t0).count(), 2),
+            ", \"compile_warm_s\": ", fixed(std::chrono::duration<double>(t3 - t2).count(), 3),
+            ", \"kernels\": ", sb.kernels_launched(), ", \"MB_moved\": ", fixed(double(sb.bytes_moved()) / 1e6, 1),
+            ", \"slowest\": ", slowest, "}"));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -378,14 +425,19 @@ int main(int argc, char** argv) {
   bool quick = false;
   std::string only;
   int64_t only_cols = 0;  // rows section: only the shape with this many columns
+  std::vector<std::string> models;  // --model FILE.onnx (repeatable): only the model section
+  std::string dtype;                // --dtype f16|bf16 for the models
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--json" && i + 1 < argc) json_path = argv[++i];
     else if (a == "--quick") quick = true;
     else if (a == "--only" && i + 1 < argc) only = argv[++i];
     else if (a == "--cols" && i + 1 < argc) only_cols = std::stoll(argv[++i]);
+    else if (a == "--model" && i + 1 < argc) models.push_back(argv[++i]), only = "model";
+    else if (a == "--dtype" && i + 1 < argc) dtype = argv[++i];
     else {
-      std::cerr << "usage: kiln-gpu-bench [--json FILE] [--quick] [--only rows|gelu|block|dispatch] [--cols N]\n";
+      std::cerr << "usage: kiln-gpu-bench [--json FILE] [--quick] [--only rows|gelu|block|dispatch] [--cols N]\n"
+                   "                      [--model FILE.onnx ... [--dtype f16|bf16]]\n";
       return 2;
     }
   }
@@ -403,6 +455,7 @@ int main(int argc, char** argv) {
       r.add(name + "_error", str("\"", std::string(e.what()).substr(0, 300), "\""));
     }
   };
+  for (const std::string& m : models) section("model", [&] { model(r, m, dtype); });
   section("dispatch", [&] { dispatch(r); });
   section("rows", [&] { rows(r, quick, only_cols); });
   section("gelu", [&] {

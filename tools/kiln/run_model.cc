@@ -10,6 +10,7 @@
 #include "kernels/cpu/eager.h"
 #include "kiln/demo.h"
 #include "kiln/error.h"
+#include "kiln/passes.h"
 #include "kiln/interp.h"
 #include "kiln/onnx.h"
 #include "kiln/tensor_io.h"
@@ -48,6 +49,10 @@ void add_model_options(CLI::App& app, ModelRunOptions& o) {
   app.add_option("--dim", o.dims, "NAME=VALUE: size of a symbolic dim for random inputs (default 1)");
   app.add_option("--save", o.save_dir, "Write every output as DIR/<output-name>.npy");
   app.add_flag("--check", o.check, "Also run the reference interpreter and print the max error");
+  app.add_option("--dtype", o.dtype,
+                 "f16 or bf16: run an f32 model in 16-bit precision (f32 inputs and outputs, f32 accumulation); "
+                 "outputs are compared with the 16-bit tolerance")
+      ->check(CLI::IsMember({"f32", "f16", "bf16"}));
 }
 
 int run_model(const std::string& path, const ModelRunOptions& o, const ExecOptions& exec, bool json) {
@@ -73,6 +78,13 @@ int run_model(const std::string& path, const ModelRunOptions& o, const ExecOptio
   } else {
     PhaseScope phase("import");
     g = load_model_file(path, import_options);
+  }
+
+  // The precision the model computes in (--dtype): comparisons use its tolerance.
+  const DType compute_dtype = o.dtype.empty() ? DType::F32 : *parse_dtype(o.dtype);
+  if (compute_dtype != DType::F32) {
+    PhaseScope phase("convert precision");
+    g = to_float_precision(*g, compute_dtype);
   }
 
   std::map<std::string, HostTensor> given;
@@ -148,7 +160,8 @@ int run_model(const std::string& path, const ModelRunOptions& o, const ExecOptio
     if (!json) std::cout << "  " << name << ": " << dtype_name(outs[i].dtype()) << dims_to_string(outs[i].shape())
                          << "  " << summary(outs[i]) << "\n";
     auto compare_with = [&](const HostTensor& want, const std::string& label) {
-      const auto [atol, rtol] = demo::tolerances_for(outs[i].dtype(), o.atol, o.rtol);
+      const DType judged = outs[i].dtype() == DType::F32 && compute_dtype != DType::F32 ? compute_dtype : outs[i].dtype();
+      const auto [atol, rtol] = demo::tolerances_for(judged, o.atol, o.rtol);
       demo::Agreement a = demo::compare(want, outs[i], atol, rtol);
       entry[label] = {{"max_abs_error", a.max_abs_error}, {"max_rel_error", a.max_rel_error}, {"ok", a.within_tolerance}};
       if (!json) std::cout << "    vs " << label << ": " << a.to_string() << "\n";

@@ -20,6 +20,7 @@ struct ModelRunOptions {
   bool check = false;                // compare with the reference interpreter
   uint64_t seed = 0;
   double atol = -1, rtol = -1;       // < 0: demo::default_tolerances of each output's dtype
+  std::string dtype;                 // f16 | bf16: run the f32 model in 16 bits (to_float_precision)
 };
 
 void add_model_options(CLI::App& app, ModelRunOptions& options);

@@ -183,6 +183,26 @@ CudaExecutable::Binding& CudaExecutable::binding_for_dims(const std::map<std::st
 
 void CudaExecutable::plan_library_kernel(const Node& n, const std::map<std::string, int64_t>& dims, int sms,
                                          StepPlan& plan) const {
+  plan.buffers.assign(n.inputs.begin(), n.inputs.end());
+  if (n.op == Op::Conv2d && options.use_cudnn) {
+    const std::vector<int64_t>& pads = n.attrs.get_ints("pads");
+    const DType dtype = n.outputs[0]->type.dtype;
+    if (CudnnConv::refusal(dtype, pads[0], pads[1], pads[2], pads[3]).empty()) {
+      std::vector<int64_t> x = eval_shape(n.inputs[0]->type.shape, dims), w = eval_shape(n.inputs[1]->type.shape, dims);
+      std::vector<int64_t> y = eval_shape(n.outputs[0]->type.shape, dims);
+      const auto& s = n.attrs.get_ints("strides");
+      const auto& d = n.attrs.get_ints("dilations");
+      CudnnConvShape shape{x[0], x[1], x[2], x[3], w[0], w[2], w[3], y[2], y[3], pads[0], pads[1], s[0], s[1], d[0], d[1],
+                           n.attrs.get_int("groups"), n.inputs.size() > 2};
+      if (product(y, 0, y.size()) > 0 && product(x, 0, x.size()) > 0) {
+        plan.conv = std::make_unique<CudnnConv>(shape, dtype);
+        plan.buffers.push_back(n.outputs[0]);
+        if (plan.conv->workspace_bytes() > 0)
+          plan.conv_workspace = DeviceTensor::empty(DType::U8, {int64_t(plan.conv->workspace_bytes())}, *stream_);
+        return;
+      }
+    }
+  }
   for (codegen::cuda::LibraryLaunch& spec : codegen::cuda::plan_library_kernel(n, dims)) {
     StepPlan::LibraryLaunch l;
     l.fn = library_functions_.at(spec.kernel);
@@ -192,7 +212,6 @@ void CudaExecutable::plan_library_kernel(const Node& n, const std::map<std::stri
     l.spec = std::move(spec);
     plan.library_launches.push_back(std::move(l));
   }
-  plan.buffers.assign(n.inputs.begin(), n.inputs.end());
 }
 
 }  // namespace kiln::cuda

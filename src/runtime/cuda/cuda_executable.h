@@ -19,6 +19,7 @@
 #include "kiln/cuda.h"
 #include "lower/memory_plan.h"
 #include "runtime/cuda/cublaslt_matmul.h"
+#include "runtime/cuda/cudnn_conv.h"
 #include "runtime/cuda/cuda_module.h"
 #include "runtime/cuda/cuda_stream.h"
 #include "runtime/cuda/device_tensor.h"
@@ -123,6 +124,8 @@ class CudaExecutable : public Executable {
       DeviceTensor scratch;
     };
     std::vector<LibraryLaunch> library_launches;
+    std::unique_ptr<CudnnConv> conv;  // conv2d on cuDNN instead of library_launches
+    DeviceTensor conv_workspace;
   };
   void plan_attention(const Node& n, const std::map<std::string, int64_t>& dims, StepPlan& plan) const;
   void plan_library_kernel(const Node& n, const std::map<std::string, int64_t>& dims, int sms, StepPlan& plan) const;

@@ -52,6 +52,10 @@ void CudaExecutable::enqueue(Binding& b) {
         plan.matmul->run(device_ptr(plan.buffers[0]), device_ptr(plan.buffers[1]),
                          plan.buffers.size() > 3 ? device_ptr(plan.buffers[3]) : 0, device_ptr(plan.buffers[2]),
                          b.workspace.data(), *stream_, plan.buffers.size() > 4 ? device_ptr(plan.buffers[4]) : 0);
+      if (plan.conv)  // buffers: x, w, bias?, y
+        plan.conv->run(device_ptr(plan.buffers[0]), device_ptr(plan.buffers[1]),
+                       plan.buffers.size() > 3 ? device_ptr(plan.buffers[2]) : 0, device_ptr(plan.buffers.back()),
+                       plan.conv_workspace.data(), *stream_);
       for (StepPlan::LibraryLaunch& l : plan.library_launches) {
         if (l.shape.grid_x == 0) continue;  // nothing to compute (an empty output)
         HostLibArgs args{};
@@ -194,7 +198,8 @@ void CudaExecutable::record(Binding& b, Scoreboard* sb) {
       size_t first_written = 2;  // matmul: a, b, then the product
       if (plan.attention) moved = {step.node->inputs[0], step.node->inputs[1], step.node->inputs[2], step.node->outputs[0]};
       if (plan.attention) first_written = 3;
-      if (!plan.library_launches.empty()) {  // every operand read once, every result written once
+      const bool node_io = !plan.library_launches.empty() || plan.conv;
+      if (node_io) {  // every operand read once, every result written once
         moved.assign(step.node->inputs.begin(), step.node->inputs.end());
         first_written = moved.size();
         moved.insert(moved.end(), step.node->outputs.begin(), step.node->outputs.end());
@@ -202,12 +207,13 @@ void CudaExecutable::record(Binding& b, Scoreboard* sb) {
       for (size_t k = 0; k < moved.size(); ++k) {
         const Value* v = moved[k];
         int64_t bytes = v->type.numel().evaluate(b.dims) * dtype_size(v->type.dtype);
-        bool written = plan.library_launches.empty() ? k == first_written : k >= first_written;
+        bool written = node_io ? k >= first_written : k == first_written;
         (written ? rec.bytes_written : rec.bytes_read) += bytes;
       }
       if (plan.matmul && plan.buffers.size() > 3) rec.name += "+epilogue";
       if (plan.matmul) rec.flops = plan.matmul->flops();
       if (plan.attention) rec.flops = plan.attention_flops;
+      if (plan.conv) rec.name += str(" [cudnn ", plan.conv->algorithm(), "]"), rec.flops = plan.conv->flops();
     } else {
       const lower::LoweredKernel& lk = lowered->kernels[size_t(plan.kernel)];
       for (size_t p = 0; p < lk.param_values.size(); ++p) {

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine over the bundle scripts/gpu-run made (.gpu/): exports the real models of
+# scripts/real_models.py (random weights, both exporters; PyTorch's CPU output is the reference)
+# and runs each with `kiln run --device cuda --expect`, then writes $OUT/models.md (one row per
+# model: exported, compiled, matched, max error, kernels) and keeps the logs in one archive. Why:
+# issue 20's "every real model on the H200"; the GPU machine has PyTorch, this one need not.
+#   usage: bash scripts/gpu-models.sh [--only resnet50,bert] [--exporters legacy,dynamo] [--dtypes f32,bf16]
+#                                     [-- extra kiln run flags]
+set -u
+cd "$(dirname "$0")/.."
+out=${OUT:-gpu-results}
+mkdir -p "$out"
+models=${KILN_MODELS_DIR:-/tmp/kiln-real-models}
+only="" exporters="legacy,dynamo" dtypes="f32,bf16"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --only) only=$2; shift 2 ;;
+    --exporters) exporters=$2; shift 2 ;;
+    --dtypes) dtypes=$2; shift 2 ;;
+    --) shift; break ;;
+    *) echo "usage: $0 [--only a,b] [--exporters legacy,dynamo] [-- kiln run flags]" >&2; exit 2 ;;
+  esac
+done
+if [ -f .gpu/gpu-bundle.tar.xz ]; then tar -xJf .gpu/gpu-bundle.tar.xz -C .gpu && rm .gpu/gpu-bundle.tar.xz; fi
+export LD_LIBRARY_PATH=$PWD/.gpu:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export KILN_CACHE_DIR=${KILN_CACHE_DIR:-/tmp/kiln-gpu-cache}
+py=$(command -v python3)
+start=$(date +%s)
+"$py" scripts/real_models.py export --out "$models" --exporters "$exporters" ${only:+--only "$only"} \
+  --jobs "${KILN_EXPORT_JOBS:-8}" > "$out/models-export.log" 2>&1 || true
+mkdir -p "$models"
+echo "exported in $(( $(date +%s) - start )) s" | tee -a "$out/models-export.log"
+
+report="$out/models.md"
+{
+  echo "| model | exporter | dtype | result | error vs PyTorch (f32, on the CPU) | kernels | library calls |"
+  echo "|---|---|---|---|---|---|---|"
+} > "$report"
+# One model in one dtype: its row of the report in $d/row-<dtype>.md, its log in $d/run-<dtype>.log.
+run_one() {
+  d=${1%/}
+  dtype=$2
+  shift 2
+  name=$(basename "$d")
+  model=${name%-*} exporter=${name##*-}
+  if [ ! -f "$d/model.onnx" ] || [ -f "$d/EXPORT_FAILED" ]; then
+    echo "| $model | $exporter | $dtype | export failed: $(tail -1 "$d/EXPORT_FAILED" 2>/dev/null | cut -c1-120) | | | |" > "$d/row-$dtype.md"
+    return
+  fi
+  args=()
+  i=0
+  while read -r input; do
+    args+=(--input "$input=$d/input_$i.npy")
+    i=$((i + 1))
+  done < "$d/inputs.txt"
+  log="$d/run-$dtype.log"
+  t0=$(date +%s)
+  timeout "${KILN_MODEL_TIMEOUT:-300}" .gpu/kiln run "$d/model.onnx" --device cuda --dtype "$dtype" "${args[@]}" \
+    --expect "output=$d/output_0.npy" "$@" > "$log" 2>&1
+  rc=$?
+  secs=$(( $(date +%s) - t0 ))
+  err=$(grep -m1 'vs expected' "$log" | sed 's/.*vs expected: //' | cut -c1-80)
+  kernels=$(grep -m1 -o '[0-9]* generated kernels' "$log" | cut -d' ' -f1)
+  library=$(grep -m1 -o '[0-9]* library calls' "$log" | cut -d' ' -f1)
+  case $rc in
+    0) result="matches PyTorch (${secs} s)" ;;
+    1) result=$(grep -q MISMATCH "$log" && echo "MISMATCH" || echo "error: $(grep -m1 -i 'error' "$log" | cut -c1-200)") ;;
+    124) result="timed out after ${secs} s" ;;
+    *) result="exit $rc: $(tail -1 "$log" | cut -c1-200)" ;;
+  esac
+  echo "| $model | $exporter | $dtype | $result | $err | $kernels | $library |" > "$d/row-$dtype.md"
+  echo "$name $dtype: $result"
+}
+export -f run_one
+for dir in "$models"/*/; do
+  for dt in $(echo "$dtypes" | tr , ' '); do echo "$dir $dt"; done
+done | KILN_RUN_FLAGS="$*" xargs -P "${KILN_MODEL_JOBS:-4}" -L1 bash -c 'run_one "$0" "$1" $KILN_RUN_FLAGS'
+cat "$models"/*/row-*.md >> "$report"
+tar -czf "$out/models-logs.tar.gz" -C "$models" $(cd "$models" && ls -d */run-*.log */EXPORT_FAILED 2>/dev/null) 2>/dev/null
+cat "$report"
