@@ -72,9 +72,9 @@ void ref_Relu(const KernelArgs& a) {
 }
 void ref_Gelu(const KernelArgs& a) {
   if (a.attrs.get_string("approximate") == "tanh") {
-    unary_float(a, [](double x) {
-      return 0.5 * x * (1.0 + std::tanh(kSqrt2OverPi * (x + 0.044715 * x * x * x)));
-    });
+    // 0.5x(1 + tanh(u)) = x / (1 + exp(-2u)): the same value without 1 + tanh(u) cancelling to 0
+    // for large negative x (the compiled kernels use this form too).
+    unary_float(a, [](double x) { return x / (1.0 + std::exp(-2.0 * kSqrt2OverPi * (x + 0.044715 * x * x * x))); });
   } else {
     unary_float(a, [](double x) { return 0.5 * x * (1.0 + std::erf(x / kSqrt2)); });
   }

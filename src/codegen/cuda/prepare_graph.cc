@@ -56,7 +56,7 @@ bool write_heads_last(Graph& g) {
 }  // namespace
 
 // split -> one static slice per piece: slices are views the kernels read through, so the pieces
-// are never copied (the GPU has no library kernel for split).
+// are never copied (the GPU has no library kernel for split); conv2d's bias -> an add after it.
 bool prepare_graph_for_cuda(Graph& g, bool fused_attention) {
   bool changed = false;
   for (Node* n : g.node_list()) {
@@ -66,6 +66,21 @@ bool prepare_graph_for_cuda(Graph& g, bool fused_attention) {
       g.set_insertion_point(n);
       std::vector<Value*> parts = n->info().decompose(g, *n);
       for (size_t i = 0; i < parts.size(); ++i) g.replace_all_uses(n->outputs[i], parts[i]);
+      g.set_insertion_point(nullptr);
+      g.erase_node(n);
+      changed = true;
+      continue;
+    }
+    // conv2d + bias -> conv2d, then add: cuDNN writes the product and the bias joins the fused
+    // kernel after it (relu, the residual add) instead of one more pass over the output. Only
+    // where cuDNN can take it (symmetric pads); the direct kernel adds the bias for free.
+    if (n->op == Op::Conv2d && n->inputs.size() == 3) {
+      const std::vector<int64_t>& pads = n->attrs.get_ints("pads");
+      if (pads[0] != pads[2] || pads[1] != pads[3]) continue;
+      g.set_insertion_point(n);
+      Value* y = g.add(Op::Conv2d, {n->inputs[0], n->inputs[1]}, n->attrs);
+      Value* bias = g.add(Op::Reshape, {n->inputs[2]}, {{"shape", Shape{n->inputs[2]->type.shape[0], SymInt(1), SymInt(1)}}});
+      g.replace_all_uses(n->outputs[0], g.add(Op::Add, {y, bias}));
       g.set_insertion_point(nullptr);
       g.erase_node(n);
       changed = true;
