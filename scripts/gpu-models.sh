@@ -6,6 +6,7 @@
 # issue 20's "every real model on the H200"; the GPU machine has PyTorch, this one need not.
 #   usage: bash scripts/gpu-models.sh [--only resnet50,bert] [--exporters legacy,dynamo] [--dtypes f32,bf16]
 #                                     [-- extra kiln run flags]
+#   KILN_DEVICE=cpu KILN_BIN=build/kiln runs the same check on the CPU (issue 21), here or anywhere.
 set -u
 cd "$(dirname "$0")/.."
 out=${OUT:-gpu-results}
@@ -24,7 +25,9 @@ done
 if [ -f .gpu/gpu-bundle.tar.xz ]; then tar -xJf .gpu/gpu-bundle.tar.xz -C .gpu && rm .gpu/gpu-bundle.tar.xz; fi
 export LD_LIBRARY_PATH=$PWD/.gpu:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export KILN_CACHE_DIR=${KILN_CACHE_DIR:-/tmp/kiln-gpu-cache}
-py=$(command -v python3)
+export KILN_BIN=${KILN_BIN:-.gpu/kiln} KILN_DEVICE=${KILN_DEVICE:-cuda}
+export KILN_PYTHON_BIN=${KILN_PYTHON:-python3}
+py=$KILN_PYTHON_BIN
 start=$(date +%s)
 "$py" scripts/real_models.py export --out "$models" --exporters "$exporters" ${only:+--only "$only"} \
   --jobs "${KILN_EXPORT_JOBS:-8}" > "$out/models-export.log" 2>&1 || true
@@ -56,16 +59,16 @@ run_one() {
   log="$d/run-$dtype.log"
   t0=$(date +%s)
   if [ "$dtype" = f32 ]; then  # elementwise, at f32's tolerance
-    timeout "${KILN_MODEL_TIMEOUT:-300}" .gpu/kiln run "$d/model.onnx" --device cuda "${args[@]}" \
+    timeout "${KILN_MODEL_TIMEOUT:-300}" "$KILN_BIN" run "$d/model.onnx" --device "$KILN_DEVICE" "${args[@]}" \
       --expect "output=$d/output_0.npy" "$@" > "$log" 2>&1
     rc=$?
     err=$(grep -m1 'vs expected' "$log" | sed 's/.*vs expected: //' | cut -c1-80)
   else  # 16 bits: relative L2 error against f32, bounded by PyTorch's own 16-bit error
-    timeout "${KILN_MODEL_TIMEOUT:-300}" .gpu/kiln run "$d/model.onnx" --device cuda --dtype "$dtype" "${args[@]}" \
+    timeout "${KILN_MODEL_TIMEOUT:-300}" "$KILN_BIN" run "$d/model.onnx" --device "$KILN_DEVICE" --dtype "$dtype" "${args[@]}" \
       --save "$d/out-$dtype" "$@" > "$log" 2>&1
     rc=$?
     if [ $rc = 0 ] && [ -f "$d/output_bf16.npy" ]; then
-      python3 scripts/real_models.py compare "$d/out-$dtype/output.npy" "$d/output_0.npy" "$d/output_bf16.npy" >> "$log" 2>&1
+      "$KILN_PYTHON_BIN" scripts/real_models.py compare "$d/out-$dtype/output.npy" "$d/output_0.npy" "$d/output_bf16.npy" >> "$log" 2>&1
       rc=$?
       [ $rc = 1 ] && echo "MISMATCH" >> "$log"
     fi
