@@ -448,13 +448,9 @@ template <class T> __device__ void kl_resize(const KilnLibArgs& a) {
 
 // "kiln_lib_gather_b4_i64" -> "kl_gather<kl_b4, kl_i64>".
 std::string instantiation(const std::string& name) {
-  static const char* kBases[] = {"gather_elements", "gather",         "concat",  "pad",
-                                 "triangle",        "argreduce",      "cumsum",  "topk",
-                                 "maxpool",         "global_avgpool", "avgpool", "conv_transpose2d",
-                                 "conv2d",          "det",            "resize"};
   const std::string prefix = "kiln_lib_";
   KILN_CHECK(name.rfind(prefix, 0) == 0, "not a library kernel: ", name);
-  for (const char* base : kBases) {
+  for (const std::string& base : library_kernel_bases()) {
     const std::string head = prefix + base + "_";
     if (name.rfind(head, 0) != 0) continue;
     std::string rest = name.substr(head.size()), args;

@@ -348,6 +348,20 @@ std::vector<LibraryLaunch> plan_resize(const Node& n, const std::map<std::string
 
 }  // namespace
 
+bool has_library_kernel(Op op) { return lib_op(op) != nullptr; }
+
+const std::vector<std::string>& library_kernel_bases() {
+  static const std::vector<std::string> bases = [] {
+    std::vector<std::string> v;
+    for (const LibOp& l : kLibOps)
+      if (std::find(v.begin(), v.end(), l.base) == v.end()) v.push_back(l.base);
+    // "gather" is a prefix of "gather_elements": match the longer name first.
+    std::stable_sort(v.begin(), v.end(), [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+    return v;
+  }();
+  return bases;
+}
+
 std::string library_kernel_refusal(const Node& n) {
   const LibOp* l = lib_op(n.op);
   if (!l) return str(n.describe(), ": the CUDA backend has no kernel for op '", op_name(n.op), "'");

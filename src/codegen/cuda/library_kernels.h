@@ -34,6 +34,12 @@ struct LibraryLaunch {
   std::vector<double> table;          // uploaded into the scratch once per binding (resize's taps)
 };
 
+// Whether op has a library kernel (in some dtypes: library_kernel_refusal says which).
+bool has_library_kernel(Op op);
+
+// The kernels' template names ("gather", "conv2d"...), longest first: kiln_lib_<base>_<types>.
+const std::vector<std::string>& library_kernel_bases();
+
 // Empty when node n runs as a library kernel; else why not (dtype, rank, op), naming the node.
 std::string library_kernel_refusal(const Node& n);
 

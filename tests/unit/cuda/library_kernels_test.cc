@@ -20,15 +20,6 @@ namespace {
 using Ints = std::vector<int64_t>;
 TensorType T(DType d, Shape s) { return TensorType{d, std::move(s), Device::CPU}; }
 
-// Whether node n of a one-node graph runs as a library kernel on CUDA.
-bool is_library_op(const Node& n) {
-  static const std::set<Op> ops = {Op::Gather, Op::GatherElements, Op::Concat,    Op::Pad,     Op::Tril,
-                                   Op::Triu,   Op::ArgMax,         Op::ArgMin,    Op::CumSum,  Op::TopK,
-                                   Op::MaxPool2d, Op::AvgPool2d,   Op::GlobalAvgPool, Op::Conv2d,
-                                   Op::ConvTranspose2d, Op::Det,   Op::Resize};
-  return ops.count(n.op) != 0;
-}
-
 // Samples of library ops with their float data operands retyped to `d` (index operands kept).
 struct Case {
   std::string label;
@@ -42,7 +33,7 @@ std::vector<Case> sample_variants() {
   std::vector<Case> out;
   for (const OpSample& s : op_samples()) {
     std::unique_ptr<Graph> g = build_sample_graph(s);
-    if (g->nodes().empty() || !is_library_op(*g->nodes().back())) continue;
+    if (g->nodes().empty() || !codegen::cuda::has_library_kernel(g->nodes().back()->op)) continue;
     for (DType d : {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32, DType::I64, DType::U8}) {
       Case c{str(s.label, "->", dtype_name(d)), s.op, s.input_types, s.attrs, s.ranges};
       bool changed = false;
