@@ -35,6 +35,10 @@ struct CudaCompileOptions {
   // conv2d through cuDNN (dlopened; symmetric padding) where it loads; else, and with this off,
   // the direct library kernel (codegen/cuda/library_kernels.h).
   bool use_cudnn = true;
+  // With cuDNN: at a binding's first run, time cuDNN and the direct kernel on each conv's shapes
+  // and keep the faster (cuDNN's NCHW kernels are ~10x slower than the direct one for some shapes,
+  // e.g. 16-bit depthwise 7x7). Off: cuDNN wherever it plans.
+  bool time_conv_forms = true;
 };
 
 // Empty when this build has the CUDA backend and a CUDA device is usable here; otherwise why not

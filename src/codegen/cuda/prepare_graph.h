@@ -18,8 +18,9 @@ bool fused_attention_supports(const Node& n);
 // of fused_attention_kernel_name and fused_attention_source).
 std::pair<DType, int64_t> fused_attention_kernel(const Node& n);
 
-// split -> slices (views); conv2d + bias (symmetric pads) -> conv2d, add (the add fuses with what
-// follows); attention the fused kernel cannot run (all of it without
+// split -> slices (views); a conv whose windows tile its input (kernel == stride: patch
+// embeddings) -> patches x weight as a matmul; conv2d + bias (symmetric pads) -> conv2d, add (the
+// add fuses with what follows); attention the fused kernel cannot run (all of it without
 // `fused_attention`) -> primitives; fused attention whose only reader permutes its heads after the
 // rows -> attention with heads_last (the kernel writes [B, T, H, D]). Lower the result with
 // Op::Attention in CompileOptions::keep_whole, so the attention left stays whole. Returns whether

@@ -199,7 +199,6 @@ void CudaExecutable::plan_library_kernel(const Node& n, const std::map<std::stri
         plan.buffers.push_back(n.outputs[0]);
         if (plan.conv->workspace_bytes() > 0)
           plan.conv_workspace = DeviceTensor::empty(DType::U8, {int64_t(plan.conv->workspace_bytes())}, *stream_);
-        return;
       }
     }
   }

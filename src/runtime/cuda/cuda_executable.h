@@ -124,7 +124,9 @@ class CudaExecutable : public Executable {
       DeviceTensor scratch;
     };
     std::vector<LibraryLaunch> library_launches;
-    std::unique_ptr<CudnnConv> conv;  // conv2d on cuDNN instead of library_launches
+    // conv2d on cuDNN; library_launches then hold the direct kernel, kept until the first run
+    // times both on the binding's shapes (choose_conv_forms) and drops the slower.
+    std::unique_ptr<CudnnConv> conv;
     DeviceTensor conv_workspace;
   };
   void plan_attention(const Node& n, const std::map<std::string, int64_t>& dims, StepPlan& plan) const;
@@ -133,6 +135,7 @@ class CudaExecutable : public Executable {
   Binding& binding_for_dims(const std::map<std::string, int64_t>& dims, bool external_inputs);
   void enqueue(Binding& b);
   void record(Binding& b, Scoreboard* sb);
+  void choose_conv_forms(Binding& b);  // conv_forms.cc
 
   std::map<std::vector<int64_t>, std::unique_ptr<Binding>> bindings_;
   Binding* current_ = nullptr;

@@ -37,6 +37,7 @@ struct CudaExecutable::Binding {
   DeviceTensor status;
   std::unique_ptr<CapturedGraph> graph;
   int launches = 0;
+  bool conv_forms_chosen = false;  // choose_conv_forms ran
   std::map<const Value*, DevicePtr> external;  // run_device: graph inputs read from the caller's tensors
   DeviceArenaPlan memory;  // where the intermediates lie in `arena`
   DeviceTensor arena;

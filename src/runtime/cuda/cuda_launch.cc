@@ -57,6 +57,7 @@ void CudaExecutable::enqueue(Binding& b) {
                        plan.buffers.size() > 3 ? device_ptr(plan.buffers[2]) : 0, device_ptr(plan.buffers.back()),
                        plan.conv_workspace.data(), *stream_);
       for (StepPlan::LibraryLaunch& l : plan.library_launches) {
+        if (plan.conv) break;  // the direct conv kernel, planned beside cuDNN's (choose_conv_forms)
         if (l.shape.grid_x == 0) continue;  // nothing to compute (an empty output)
         HostLibArgs args{};
         for (size_t i = 0; i < l.spec.inputs.size(); ++i) args.in[i] = reinterpret_cast<const void*>(device_ptr(l.spec.inputs[i]));
@@ -121,6 +122,7 @@ void CudaExecutable::bind(const std::vector<HostTensor>& inputs) {
 void CudaExecutable::launch() {
   KILN_CHECK(current_ != nullptr, "CudaExecutable::launch before bind");
   Binding& b = *current_;
+  choose_conv_forms(b);
   if (!options.use_graphs || b.launches == 0) {
     enqueue(b);  // the first run goes direct: lazy library set-up must not happen under capture
   } else {
@@ -168,6 +170,7 @@ std::vector<HostTensor> CudaExecutable::outputs() {
 }
 
 void CudaExecutable::record(Binding& b, Scoreboard* sb) {
+  choose_conv_forms(b);
   // Timed direct launches, one event pair per step (graph replay has no per-kernel times).
   std::vector<std::unique_ptr<Event>> marks;
   for (size_t i = 0; i <= b.steps.size(); ++i) marks.push_back(std::make_unique<Event>(true));
@@ -271,6 +274,7 @@ std::vector<DeviceTensor> CudaExecutable::run_device(const std::vector<DeviceTen
     const Value* root = s.buffer_of(v);
     if (b.buffers.count(root)) b.buffers[root] = DeviceTensor::empty(root->type.dtype, root->type.static_shape(), *stream_);
   }
+  choose_conv_forms(b);
   if (sb) record(b, sb);
   else enqueue(b);
   ++b.launches;

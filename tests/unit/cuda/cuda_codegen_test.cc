@@ -152,6 +152,44 @@ TEST(CudaCodegen, TheDemoBlockLowersToKernelsAndMatmulsOnly) {
   EXPECT_TRUE(runs_on_cuda(*low));
 }
 
+// Convs whose windows tile the input (ViT's patch embedding, ConvNeXt's stem) become a matmul of
+// the patches; the rest stay convs. The rewritten graph computes what the conv does.
+TEST(CudaCodegen, PatchConvsBecomeMatmulsOfThePatches) {
+  struct Conv { const char* label; Shape x, w; std::vector<int64_t> strides, pads; int64_t groups; bool bias; bool patch; };
+  const Conv convs[] = {
+      {"vit-like 4x4/4 with bias", {2, 3, 12, 8}, {5, 3, 4, 4}, {4, 4}, {0, 0, 0, 0}, 1, true, true},
+      {"2x3/2x3 no bias, symbolic batch", {SymInt::symbol("B"), 4, 6, 9}, {7, 4, 2, 3}, {2, 3}, {0, 0, 0, 0}, 1, false, true},
+      {"stride != kernel", {1, 3, 9, 9}, {4, 3, 3, 3}, {2, 2}, {0, 0, 0, 0}, 1, false, false},
+      {"padded", {1, 3, 8, 8}, {4, 3, 2, 2}, {2, 2}, {1, 1, 1, 1}, 1, false, false},
+      {"grouped", {1, 4, 8, 8}, {4, 2, 2, 2}, {2, 2}, {0, 0, 0, 0}, 2, false, false},
+      {"input not a multiple of the window", {1, 3, 9, 8}, {4, 3, 2, 2}, {2, 2}, {0, 0, 0, 0}, 1, false, false},
+  };
+  for (const Conv& c : convs) {
+    for (DType d : {DType::F32, DType::BF16}) {
+      Graph g("patch_conv");
+      std::vector<Value*> in = {g.add_input("x", typed(d, c.x)), g.add_input("w", typed(d, c.w))};
+      if (c.bias) in.push_back(g.add_input("b", typed(d, {c.w[0]})));
+      Attrs attrs{{"strides", c.strides}, {"pads", c.pads}, {"groups", c.groups}};
+      g.set_outputs({g.add(Op::Relu, {g.add(Op::Conv2d, in, attrs)})});
+      std::unique_ptr<Graph> prepared = g.clone();
+      codegen::cuda::prepare_graph_for_cuda(*prepared);
+      int convs_left = 0, matmuls = 0;
+      for (const Node* n : prepared->node_list()) convs_left += n->op == Op::Conv2d, matmuls += n->op == Op::MatMul;
+      EXPECT_EQ(convs_left, c.patch ? 0 : 1) << c.label;
+      EXPECT_EQ(matmuls, c.patch ? 1 : 0) << c.label;
+      std::vector<HostTensor> inputs;
+      uint64_t seed = 40;
+      for (const Value* v : g.inputs()) {
+        std::vector<int64_t> shape;
+        for (const SymInt& s : v->type.shape) shape.push_back(s.is_constant() ? s.constant() : 3);
+        inputs.push_back(HostTensor::random(d, shape, seed++));
+      }
+      EXPECT_EQ(compare_tensors(interp::run(*prepared, inputs)[0], interp::run(g, inputs)[0]), "")
+          << c.label << " " << dtype_name(d);
+    }
+  }
+}
+
 TEST(CudaCodegen, TooManyBuffersIsAClearError) {
   lower::LoopKernel k;
   k.name = "kiln_wide";

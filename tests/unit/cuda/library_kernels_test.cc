@@ -61,6 +61,12 @@ std::vector<Case> larger_cases() {
                  {{"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}}, {}});
     v.push_back({str("conv2d/depthwise/", dtype_name(d)), Op::Conv2d, {T(d, {1, 6, 13, 11}), T(d, {6, 1, 5, 5})},
                  {{"groups", int64_t(6)}, {"pads", Ints{2, 2, 2, 2}}}, {}});
+    // ConvNeXt's depthwise 7x7 (the direct kernel usually wins the timing) and a patch conv (a
+    // matmul of the patches after prepare_graph_for_cuda).
+    v.push_back({str("conv2d/depthwise7x7/", dtype_name(d)), Op::Conv2d, {T(d, {3, 24, 29, 27}), T(d, {24, 1, 7, 7})},
+                 {{"groups", int64_t(24)}, {"pads", Ints{3, 3, 3, 3}}}, {}});
+    v.push_back({str("conv2d/patch4/", dtype_name(d)), Op::Conv2d, {T(d, {2, 3, 20, 12}), T(d, {9, 3, 4, 4}), T(d, {9})},
+                 {{"strides", Ints{4, 4}}}, {}});
     v.push_back({str("max_pool2d/3x3s2/", dtype_name(d)), Op::MaxPool2d, {T(d, {2, 3, 33, 31})},
                  {{"kernel", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}}, {}});
   }
@@ -156,7 +162,12 @@ TEST(CudaLibraryKernels, SamplesInEveryDtypeMatchTheInterpreter) {
 
 TEST(CudaLibraryKernels, LargerOddSizesMatchTheInterpreter) {
   if (!skip_reason().empty()) GTEST_SKIP() << skip_reason();
-  expect_cases_match(larger_cases(), 900);  // convs with symmetric pads on cuDNN where it loads
+  // Convs with symmetric pads: cuDNN or the direct kernel, whichever is faster (timed at the first
+  // run); then cuDNN wherever it plans; then the direct kernel everywhere.
+  expect_cases_match(larger_cases(), 900);
+  CudaCompileOptions cudnn = cuda_options();
+  cudnn.time_conv_forms = false;
+  expect_cases_match(larger_cases(), 902, cudnn);
   CudaCompileOptions direct = cuda_options();
   direct.use_cudnn = false;  // every conv on the direct library kernel
   expect_cases_match(larger_cases(), 901, direct);
