@@ -9,6 +9,7 @@
 #include "kiln/error.h"
 #include "kiln/target.h"
 #include "runtime/cuda_lowering.h"
+#include "runtime/host_segments.h"
 
 namespace kiln {
 
@@ -35,14 +36,26 @@ class CudaTarget final : public Target {
 
   // compile_cuda's own checks, without a device: it keeps attention whole as the option says (on a
   // GPU older than sm_80 compile_cuda decomposes it instead).
+  // A graph with control flow, sequences, optionals or strings is cut at those nodes
+  // (runtime/host_segments.h): the segments between them are what the GPU must take.
   std::string refusal(const Graph& optimized) const override {
-    return runtime::lower_for_cuda(optimized, CompileOptions{}, options_.fused_attention, "kiln_cu_").refusal;
+    if (!runtime::has_host_nodes(optimized))
+      return runtime::lower_for_cuda(optimized, CompileOptions{}, options_.fused_attention, "kiln_cu_").refusal;
+    std::vector<runtime::GraphPiece> pieces = runtime::split_at_host_nodes(optimized);
+    for (const runtime::GraphPiece& p : pieces) {
+      if (!p.segment) continue;
+      std::string why = runtime::lower_for_cuda(*p.segment, CompileOptions{}, options_.fused_attention, "kiln_cu_").refusal;
+      if (!why.empty()) return why;
+    }
+    return "";
   }
 
   std::shared_ptr<Executable> compile(const Graph& optimized, const CompileOptions& options) const override {
     require_available();
     CudaCompileOptions o = options_;
     o.base = options;
+    if (runtime::has_host_nodes(optimized))
+      return runtime::compile_in_pieces(optimized, [&o](const Graph& segment) { return compile_cuda(segment, o); });
     return compile_cuda(optimized, o);
   }
 

@@ -44,13 +44,19 @@ TEST(TargetRefusal, TheCpuRunsWhatCudaRefusesAndCudaSaysWhyWithoutADevice) {
   g->set_outputs({g->add(Op::Gather, {x, idx}, {{"axis", int64_t(0)}})});
   EXPECT_EQ(cpu_target().refusal(*g), "");
   EXPECT_EQ(cuda_target()->refusal(*g), "");  // gather is a CUDA library kernel (issue 20)
-  // A sequence the CUDA backend never holds: refused, saying why.
+  // A sequence lives on the host: the CUDA target cuts the graph there (runtime/host_segments.h).
   auto seq = std::make_unique<Graph>("sequence");
   Value* s0 = seq->add_input("x", f32_of({5, 4}));
-  seq->set_outputs({seq->add(Op::SequenceConstruct, {s0, s0})});
+  seq->set_outputs({seq->add(Op::SequenceConstruct, {seq->add(Op::Relu, {s0}), s0})});
   EXPECT_EQ(cpu_target().refusal(*seq), "");
-  std::string why = cuda_target()->refusal(*seq);
-  EXPECT_NE(why.find("sequence"), std::string::npos) << why;
+  EXPECT_EQ(cuda_target()->refusal(*seq), "");
+  // 4-bit storage has no GPU path: refused, saying why, segments included.
+  auto narrow = std::make_unique<Graph>("narrow");
+  Value* n0 = narrow->add_input("x", f32_of({8}));
+  Value* packed = narrow->add(Op::Cast, {narrow->add(Op::Relu, {n0})}, {{"dtype", DType::I4}});
+  narrow->set_outputs({narrow->add(Op::SequenceConstruct, {packed})});
+  std::string why = cuda_target()->refusal(*narrow);
+  EXPECT_NE(why.find("4-bit"), std::string::npos) << why;
 
   auto ok = std::make_unique<Graph>("relu");
   ok->set_outputs({ok->add(Op::Relu, {ok->add_input("x", f32_of({8}))})});

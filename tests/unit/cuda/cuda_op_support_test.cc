@@ -18,12 +18,13 @@
 namespace kiln::testing {
 namespace {
 
-// Empty when compile_cuda would take the sample (up to the device itself); else its error.
+// Empty when the CUDA target would take the sample (up to the device itself); else its error.
 std::string cuda_refusal(const OpSample& s) {
   try {
     std::unique_ptr<Graph> g = build_sample_graph(s);
-    optimize(*g, cuda_target()->optimize_options());
-    return runtime::lower_for_cuda(*g, CompileOptions{}, /*fused_attention=*/true, "kiln_t_").refusal;
+    std::unique_ptr<Target> cuda = cuda_target();
+    optimize(*g, cuda->optimize_options());
+    return cuda->refusal(*g);  // control flow and containers: cut into segments (host_segments.h)
   } catch (const Error& e) {
     return e.what();
   }
