@@ -44,22 +44,31 @@ std::vector<int64_t> axes_from(int first, int rank) {
   return axes;
 }
 
-// A scalar of x's dtype holding f(N), N = product of x's dims at `axes`. Static N folds into a
-// constant (rounded once); symbolic N is computed from shape_of at run time (in f32 for the 16-bit
-// floats, so that large counts do not overflow f16 before f is applied).
-template <typename Fn>
-Value* function_of_count(Graph& g, Value* x, const std::vector<int64_t>& axes, Op unary_op, Fn fn) {
-  SymInt count(1);
-  for (int64_t a : axes) count = count * x->type.shape[size_t(a)];
-  DType dt = x->type.dtype;
-  if (count.is_constant()) return g.scalar(dt, fn(double(count.constant())));
+// N = product of x's dims at `axes`, computed from shape_of at run time (an i64 scalar).
+Value* runtime_count(Graph& g, Value* x, const std::vector<int64_t>& axes) {
   Value* dims = g.add(Op::ShapeOf, {x});
   HostTensor which = HostTensor::empty(DType::I64, {int64_t(axes.size())});
   for (size_t i = 0; i < axes.size(); ++i) which.set_i64(int64_t(i), axes[i]);
   Value* picked = g.add(Op::Gather, {dims, g.constant(which)}, {{"axis", int64_t(0)}});
-  Value* n = g.add(Op::ReduceProd, {picked}, reduce_attrs({}, false));
+  return g.add(Op::ReduceProd, {picked}, reduce_attrs({}, false));
+}
+
+SymInt count_at(const Value* x, const std::vector<int64_t>& axes) {
+  SymInt count(1);
+  for (int64_t a : axes) count = count * x->type.shape[size_t(a)];
+  return count;
+}
+
+// A scalar of x's dtype holding f(N). Static N folds into a constant (rounded once); symbolic N is
+// computed at run time (in f32 for the 16-bit floats, so that large counts do not overflow f16
+// before f is applied).
+template <typename Fn>
+Value* function_of_count(Graph& g, Value* x, const std::vector<int64_t>& axes, Op unary_op, Fn fn) {
+  SymInt count = count_at(x, axes);
+  DType dt = x->type.dtype;
+  if (count.is_constant()) return g.scalar(dt, fn(double(count.constant())));
   DType compute = dt == DType::F64 ? DType::F64 : DType::F32;
-  Value* f = g.add(unary_op, {g.add(Op::Cast, {n}, {{"dtype", compute}})});
+  Value* f = g.add(unary_op, {g.add(Op::Cast, {runtime_count(g, x, axes)}, {{"dtype", compute}})});
   return compute == dt ? f : g.add(Op::Cast, {f}, {{"dtype", dt}});
 }
 
@@ -69,6 +78,17 @@ Value* reciprocal_count(Graph& g, Value* x, const std::vector<int64_t>& axes) {
 
 Value* mean_over(Graph& g, Value* x, const std::vector<int64_t>& axes, bool keepdim) {
   Value* sum = g.add(Op::ReduceSum, {x}, reduce_attrs(axes, keepdim));
+  DType dt = x->type.dtype;
+  if (dt != DType::F16 && dt != DType::BF16) return mul(g, sum, reciprocal_count(g, x, axes));
+  // 16-bit: 1/N rounded to 8 or 11 bits would be off by up to 2^-9 in every mean (a layer norm of
+  // a constant row would not be 0), so a static N the dtype holds exactly (up to 256 in bf16, 2048
+  // in f16, and most model widths) divides instead, in float inside the kernels. Otherwise (f16
+  // has no 70001; symbolic N) the reciprocal, computed in f32 and rounded once.
+  SymInt count = count_at(x, axes);
+  if (count.is_constant()) {
+    HostTensor n = HostTensor::scalar(dt, double(count.constant()));
+    if (n.get_f64(0) == double(count.constant())) return g.add(Op::Div, {sum, g.constant(n)});
+  }
   return mul(g, sum, reciprocal_count(g, x, axes));
 }
 
@@ -114,16 +134,16 @@ Value* causal_keep_mask(Graph& g, const SymInt& Tq, const SymInt& Tk, Value* q, 
 
 std::vector<Value*> decompose_gelu(Graph& g, const Node& n) {
   Value* x = n.inputs[0];
-  Value* half_x = mul(g, x, scalar_like(g, x, 0.5));
-  Value* inner;
   if (n.attrs.get_string("approximate") == "tanh") {
-    // tanh(sqrt(2/pi) * (x + 0.044715 x^3))
+    // 0.5 x (1 + tanh(u)) = x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3): the same function
+    // without 1 + tanh(u) cancelling to 0 for large negative x.
     Value* cube = mul(g, mul(g, x, x), x);
     Value* poly = add(g, x, mul(g, cube, scalar_like(g, x, 0.044715)));
-    inner = g.add(Op::Tanh, {mul(g, poly, scalar_like(g, x, 0.7978845608028654 /* sqrt(2/pi) */))});
-  } else {
-    inner = g.add(Op::Erf, {mul(g, x, scalar_like(g, x, 0.7071067811865476 /* 1/sqrt(2) */))});
+    Value* two_u = mul(g, poly, scalar_like(g, x, 1.5957691216057308 /* 2 sqrt(2/pi) */));
+    return {mul(g, x, g.add(Op::Sigmoid, {two_u}))};
   }
+  Value* half_x = mul(g, x, scalar_like(g, x, 0.5));
+  Value* inner = g.add(Op::Erf, {mul(g, x, scalar_like(g, x, 0.7071067811865476 /* 1/sqrt(2) */))});
   return {mul(g, half_x, add(g, inner, scalar_like(g, x, 1.0)))};
 }
 

@@ -26,7 +26,9 @@ SymInt window_out(const InferCtx& ctx, const SymInt& in, int64_t pad_total, int6
                   int64_t dil, bool ceil_mode, int64_t pad_begin) {
   if (k <= 0 || stride <= 0 || dil <= 0) ctx.fail("kernel, stride and dilation must be positive");
   SymInt span = in + SymInt(pad_total - dil * (k - 1) - 1);
-  if (span.is_constant() && span.constant() < 0)
+  // A window one step larger than the padded input gives an empty output (as a symbolic extent
+  // bound to that size does); beyond that the output extent would be negative.
+  if (span.is_constant() && span.constant() < -stride)
     ctx.fail(str("window of ", k, " (dilation ", dil, ") is larger than the padded input ", in.to_string()));
   if (!ceil_mode) return floordiv(span, SymInt(stride)) + SymInt(1);
   SymInt out = floordiv(span + SymInt(stride - 1), SymInt(stride)) + SymInt(1);
@@ -138,8 +140,12 @@ std::vector<TensorType> rule_batch_norm(const InferCtx& ctx) {
     require_rank(ctx, i, 1, "batch_norm parameters [C]");
   }
   if (x.rank() < 2) ctx.fail("batch_norm needs [N, C, ...]");
-  for (size_t i = 1; i < 5; ++i) ctx.require_equal(ctx.inputs[i].shape[0], x.shape[1], "batch_norm parameter length vs channels");
-  return {x};
+  // The channel dim as the parameters pin it (a symbolic C guarded equal to their static length):
+  // the decomposition's broadcasts arrive at the same type.
+  TensorType out = x;
+  for (size_t i = 1; i < 5; ++i)
+    out.shape[1] = ctx.require_equal(ctx.inputs[i].shape[0], out.shape[1], "batch_norm parameter length vs channels");
+  return {out};
 }
 
 std::vector<TensorType> rule_attention(const InferCtx& ctx) {

@@ -167,17 +167,22 @@ struct GroupLowering {
       bool mean = false;
       Fold fold = *reduction_fold(n->op, &mean);
       DType dt = n->outputs[0]->type.dtype;
+      // Products of many float terms under- and overflow long before the result does: they are
+      // accumulated in double, as the reference does, and rounded once.
+      DType acc_dt = fold == Fold::Prod && is_float(dt) ? DType::F64 : dt;
       std::string acc = str("acc", phase);
-      row.push_back(Stmt::acc_init(acc, dt, fold));
+      row.push_back(Stmt::acc_init(acc, acc_dt, fold));
       std::vector<Stmt> body;
       full_body = &body;
       full_memo.clear();
       const Value* x = n->inputs[0];
       ScalarPtr v = in_group(x) ? full_value(x) : load_external(x, F);
-      body.push_back(Stmt::acc_update(acc, dt, fold, v));
+      if (acc_dt != dt) v = Scalar::apply(Op::Cast, acc_dt, {}, {v});
+      body.push_back(Stmt::acc_update(acc, acc_dt, fold, v));
       passes.push_back({row.size(), full_memo});
       append_loops(row, reduced, std::move(body));
-      ScalarPtr result = Scalar::ref(dt, acc);
+      ScalarPtr result = Scalar::ref(acc_dt, acc);
+      if (acc_dt != dt) result = Scalar::apply(Op::Cast, dt, {}, {result});
       if (mean) {
         SymInt count(1);
         for (int d : reduced) count = count * grp.space[size_t(d)];

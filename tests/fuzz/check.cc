@@ -4,6 +4,7 @@
 #include "fuzz/check.h"
 
 #include <cmath>
+#include <map>
 
 #include "kiln/error.h"
 #include "kiln/interp.h"
@@ -64,8 +65,83 @@ bool matches_widened_reference(const Graph& g, const std::vector<HostTensor>& in
   }
 }
 
-Verdict compare(const FuzzCase& c, Executable& exe, const std::vector<HostTensor>& inputs,
-                const std::vector<HostTensor>& want) {
+// Ops whose results are sums of products of their operands' elements.
+bool sums_terms(Op op) {
+  switch (op) {
+    case Op::ReduceSum: case Op::ReduceMean: case Op::GlobalAvgPool: case Op::AvgPool2d: case Op::MatMul:
+    case Op::Conv2d: case Op::ConvTranspose2d: case Op::CumSum:
+      return true;
+    default: return false;
+  }
+}
+
+// Whether every node explains a difference: the graph compiled again with every intermediate value
+// as an extra output reproduces the compiled outputs, and each node's compiled value agrees with the
+// reference op run on the compiled values of its own operands. Then no kernel computed a wrong
+// value; the graph amplified in-contract differences through a discontinuity (argmin over near
+// ties, sqrt or floor of a value rounded across 0 or an integer). Returns "" when explained, else
+// why not (the first node whose compiled value is wrong for its operands).
+std::string unexplained_by_nodes(const Target& target, const CompileOptions& options, const Graph& g,
+                                 const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& got) {
+  std::unique_ptr<Graph> all = g.clone();
+  std::vector<Value*> outs = all->outputs();
+  size_t n_final = outs.size();
+  for (Node* n : all->node_list())
+    for (Value* v : n->outputs) outs.push_back(v);
+  all->set_outputs(outs);
+  std::vector<HostTensor> values;
+  try {
+    std::unique_ptr<Graph> opt = all->clone();
+    optimize(*opt, target.optimize_options());
+    if (target.kind() != TargetKind::Cpu && !target.refusal(*opt).empty()) return "refused with every value as an output";
+    values = target.compile(*opt, options)->run(inputs);
+  } catch (const std::exception& e) {
+    return str("with every value as an output: ", e.what());
+  }
+  for (size_t o = 0; o < n_final; ++o)
+    if (!testing::compare_tensors(values[o], got[o]).empty())
+      return "with every value as an output the compiled result changes";
+  std::map<const Value*, const HostTensor*> value_of;
+  for (size_t i = 0; i < inputs.size(); ++i) value_of[all->inputs()[i]] = &inputs[i];
+  for (size_t k = n_final; k < outs.size(); ++k) value_of[outs[k]] = &values[k];
+  std::map<std::string, int64_t> bindings = interp::bind_symbols(*all, inputs);
+  for (Node* n : all->node_list()) {
+    std::vector<HostTensor> operands;
+    for (const Value* v : n->inputs) operands.push_back(*value_of.at(v));
+    std::vector<HostTensor> local;
+    try {
+      local = interp::run_node(*n, operands, bindings);
+    } catch (const std::exception& e) {
+      return str(n->describe(), " on its compiled operands: ", e.what());
+    }
+    // Sums (reductions, pools, contractions) are judged against the magnitude of their terms: the
+    // bound of any summation order, where terms of size 1 cancelling to 1e-8 leave only noise.
+    testing::Tolerance tol = testing::compiled_tolerance(n->outputs[0]->type.dtype);
+    if (sums_terms(n->op) && is_float(n->outputs[0]->type.dtype)) {
+      std::vector<HostTensor> magnitudes;
+      for (const HostTensor& t : operands) {
+        std::vector<double> v = t.to_doubles();
+        for (double& e : v) e = std::fabs(e);
+        magnitudes.push_back(is_float(t.dtype()) ? HostTensor::from_doubles(t.dtype(), t.shape(), v) : t);
+      }
+      try {
+        double largest = 0;
+        for (double e : interp::run_node(*n, magnitudes, bindings).at(0).to_doubles())
+          if (std::isfinite(e)) largest = std::max(largest, e);
+        tol.atol = tol.rtol * largest;
+      } catch (const std::exception&) {
+      }
+    }
+    for (size_t r = 0; r < n->outputs.size(); ++r) {
+      std::string diff = testing::compare_tensors(*value_of.at(n->outputs[r]), local[r], tol);
+      if (!diff.empty()) return str(n->describe(), " is wrong for its compiled operands: ", diff);
+    }
+  }
+  return "";
+}
+
+Verdict compare(const FuzzCase& c, const Target& target, const CompileOptions& options, Executable& exe,
+                const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& want) {
   std::vector<HostTensor> got;
   try {
     got = exe.run(inputs);
@@ -85,7 +161,13 @@ Verdict compare(const FuzzCase& c, Executable& exe, const std::vector<HostTensor
       v = {Outcome::NarrowPrecision, str("output ", o, ": ", diff)};
       continue;
     }
-    return {Outcome::Mismatch, str("output ", o, " (", c.graph->outputs()[o]->type.to_string(), "): ", diff)};
+    std::string local = unexplained_by_nodes(target, options, *c.graph, inputs, got);
+    if (local.empty()) {
+      v = {Outcome::Amplified, str("output ", o, ": ", diff)};
+      continue;
+    }
+    return {Outcome::Mismatch, str("output ", o, " (", c.graph->outputs()[o]->type.to_string(), "): ", diff,
+                                   "\n  node by node: ", local)};
   }
   return v;
 }
@@ -101,6 +183,7 @@ const char* outcome_name(Outcome o) {
     case Outcome::Rejected: return "rejected";
     case Outcome::IllConditioned: return "ill-conditioned";
     case Outcome::NarrowPrecision: return "narrow-precision";
+    case Outcome::Amplified: return "amplified";
     case Outcome::Unsupported: return "unsupported";
   }
   return "?";
@@ -160,7 +243,7 @@ std::vector<Verdict> Checker::check(const std::vector<const FuzzCase*>& cases) c
         continue;
       }
     }
-    out[i] = compare(*cases[i], *exes[i], inputs[i], want[i]);
+    out[i] = compare(*cases[i], target_, options_, *exes[i], inputs[i], want[i]);
   }
   return out;
 }

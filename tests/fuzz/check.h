@@ -21,6 +21,7 @@ enum class Outcome {
   IllConditioned,  // differs, but a tiny nudge of the inputs moves the reference as much
   NarrowPrecision,  // f16/bf16: differs from the per-op rounded reference, agrees with it run in f32
   Unsupported,      // the target refuses the graph as a whole (Target::refusal): a coverage gap
+  Amplified,        // differs, but every node's compiled value is right for its compiled operands
 };
 const char* outcome_name(Outcome o);
 inline bool is_failure(Outcome o) {

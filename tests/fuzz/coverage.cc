@@ -15,7 +15,8 @@ DType main_dtype(const Node& n) {
   return v->type.dtype;
 }
 const Outcome kOutcomes[] = {Outcome::Match,  Outcome::Mismatch, Outcome::CompileError, Outcome::RunError,
-                             Outcome::Rejected, Outcome::IllConditioned, Outcome::NarrowPrecision, Outcome::Unsupported};
+                             Outcome::Rejected, Outcome::IllConditioned, Outcome::NarrowPrecision, Outcome::Amplified,
+                             Outcome::Unsupported};
 }  // namespace
 
 void Coverage::add(const FuzzCase& c, Outcome o) {

@@ -93,7 +93,7 @@ int main(int argc, char** argv) try {
   std::cout << "fuzz-diff: " << c.graphs << " graphs in " << r.seconds << " s (" << 1000 * r.seconds / double(std::max<int64_t>(1, c.graphs))
             << " s per 1000): " << n(Outcome::Match) << " match, " << n(Outcome::Mismatch) << " mismatch, "
             << n(Outcome::CompileError) << " compile-error, " << n(Outcome::RunError) << " run-error, "
-            << n(Outcome::Rejected) << " rejected by the reference, " << n(Outcome::IllConditioned) << " ill-conditioned, " << n(Outcome::NarrowPrecision) << " narrow-precision, " << n(Outcome::Unsupported) << " refused by the target\n";
+            << n(Outcome::Rejected) << " rejected by the reference, " << n(Outcome::IllConditioned) << " ill-conditioned, " << n(Outcome::NarrowPrecision) << " narrow-precision, " << n(Outcome::Amplified) << " amplified, " << n(Outcome::Unsupported) << " refused by the target\n";
   for (const std::string& f : r.failures) std::cout << "  " << f << "\n";
   std::set<Op> ops;
   for (const auto& [k, _] : c.nodes) ops.insert(k.first);

@@ -257,11 +257,21 @@ bool reads_exact_value(Op op) {
   }
 }
 
+// sqrt, rsqrt, reciprocal and log jump where a tiny value rounds to a signed zero or a large one to
+// infinity (rsqrt of gelu(-9) in f16: -inf for the -0 the graph holds, NaN for the -1e-20 the float
+// holds): they read their operand with the dtype's range but the float's precision (kiln_range_h),
+// so a softmax's or norm's row statistic loses nothing.
+bool reads_dtype_range(Op op) {
+  return op == Op::Sqrt || op == Op::Rsqrt || op == Op::Reciprocal || op == Op::Log;
+}
+
 std::string rounded_for(Op consumer, const Scalar& arg, const std::string& e) {
   // Loads and literals hold values of the dtype already; ops and named scalars (lets) may not.
-  if ((arg.kind != Scalar::kOp && arg.kind != Scalar::kRef) || !reads_exact_value(consumer)) return e;
-  if (arg.dtype == DType::F16) return str("kiln_round_h(float(", e, "))");
-  if (arg.dtype == DType::BF16) return str("kiln_round_b(float(", e, "))");
+  if (arg.kind != Scalar::kOp && arg.kind != Scalar::kRef) return e;
+  const bool exact = reads_exact_value(consumer);
+  if (!exact && !reads_dtype_range(consumer)) return e;
+  if (arg.dtype == DType::F16) return str(exact ? "kiln_round_h" : "kiln_range_h", "(float(", e, "))");
+  if (arg.dtype == DType::BF16) return str(exact ? "kiln_round_b" : "kiln_range_b", "(float(", e, "))");
   return e;
 }
 

@@ -242,6 +242,17 @@ template <typename T> inline T kiln_gelu_tanh(T x) {
 }
 inline float kiln_round_h(float f) { return kiln_h2f(kiln_f2h(f)); }
 inline float kiln_round_b(float f) { return kiln_b2f(kiln_f2b(f)); }
+// The range of a 16-bit float without its precision: what rounds to a signed zero or to an
+// infinity in f16 (|x| < 2^-25, >= 65520) or bf16 (|x| <= 2^-134, >= 3.3961776e38) does so, the
+// rest keeps every float bit. Where sqrt/rsqrt/reciprocal/log read a fused intermediate.
+inline float kiln_range_h(float f) {
+  const float a = f < 0.0f ? -f : f;
+  return a < 2.98023224e-8f ? f * 0.0f : (a >= 65520.0f ? f * 1e30f * 1e30f : f);
+}
+inline float kiln_range_b(float f) {
+  const float a = f < 0.0f ? -f : f;
+  return a <= 4.59177481e-41f ? f * 0.0f : (a >= 3.39617752e38f ? f * 1e30f : f);
+}
 inline uint32_t kiln_f32_bits(float f) {
   uint32_t u;
   std::memcpy(&u, &f, 4);
@@ -255,7 +266,14 @@ inline float kiln_bits_f32(uint32_t u) {
 )KILN" + c_narrow_float_helpers("inline") + R"KILN(
 // With -fno-math-errno GCC folds sin(atan(x)) and cos(atan(x)) into algebra that gives +-1 and +-0
 // for a NaN x; the NaN branch keeps NaN out of the fold (tests/fuzz/regressions/cos-atan-nan.kir).
-template <typename T> inline T kiln_atan(T x) { return std::isnan(x) ? x : std::atan(x); }
+// The empty asm makes atan's result opaque: GCC would otherwise fold cos(atan(x)) into
+// 1/sqrt(1 + x*x), which is 0 (or NaN for a NaN x) where cos of the rounded atan is not.
+template <typename T> inline T kiln_atan(T x) {
+  if (std::isnan(x)) return x;
+  T r = std::atan(x);
+  __asm__("" : "+g"(r));
+  return r;
+}
 template <typename T> inline T kiln_relu(T x) { return std::isnan(x) ? x : (x > T(0) ? x : T(0)); }
 template <typename T> inline T kiln_sign(T x) { return std::isnan(x) ? x : T((x > T(0)) - (x < T(0))); }
 template <typename T> inline T kiln_fmax(T a, T b) {

@@ -41,6 +41,15 @@ std::string device_text(const std::string& text) {
   return out;
 }
 
+
+bool contains_loop(const std::vector<Stmt>& body) {
+  for (const Stmt& st : body)
+    if (st.kind == Stmt::kFor) return true;
+  return false;
+}
+
+}  // namespace
+
 // Whether `body` stores something and every store writes an f16/bf16 buffer: then every value it
 // computes is rounded to a 16-bit float before it leaves the kernel.
 bool stores_only_16bit_floats(const std::vector<Stmt>& body, const std::vector<lower::KernelParam>& params) {
@@ -57,14 +66,6 @@ bool stores_only_16bit_floats(const std::vector<Stmt>& body, const std::vector<l
   walk(body);
   return any && all;
 }
-
-bool contains_loop(const std::vector<Stmt>& body) {
-  for (const Stmt& st : body)
-    if (st.kind == Stmt::kFor) return true;
-  return false;
-}
-
-}  // namespace
 
 // The shared scalar expression; where fast16_ says every value is rounded to a 16-bit float
 // before it is stored, kiln_exp becomes kiln_exp16 (ex2.approx) and kiln_gelu kiln_gelu16.

@@ -14,6 +14,10 @@
 
 namespace kiln::codegen::cuda {
 
+// Whether `body` stores something and every store writes an f16/bf16 buffer: then every value it
+// computes is rounded to a 16-bit float before it leaves the kernel (fast exp/gelu are allowed).
+bool stores_only_16bit_floats(const std::vector<lower::Stmt>& body, const std::vector<lower::KernelParam>& params);
+
 struct KernelPrinter {
   const lower::LoopKernel& k;
   const CudaEmitOptions& options;

@@ -397,7 +397,8 @@ template <class T> __device__ void kl_det(const KilnLibArgs& a) {
 
 // resize: p = rank, numel, taps, out dims p[3..10], x dims p[11..18], tap table offsets p[19..26]
 // (-1: not resized); the table (in scratch) holds [outside, index, weight, index, weight...] per
-// resized axis and output position. Sums over every combination of the resized axes' taps.
+// resized axis and output position. Sums over every combination of the resized axes' taps, one
+// resized axis at a time.
 template <class T> __device__ void kl_resize(const KilnLibArgs& a) {
   const typename T::S* x = (const typename T::S*)a.in[0];
   typename T::S* y = (typename T::S*)a.out[0];
@@ -422,23 +423,34 @@ template <class T> __device__ void kl_resize(const KilnLibArgs& a) {
     }
     double v = a.f[0];
     if (!outside) {
-      v = 0;
+      // Axis by axis as the reference sums (the first resized axis innermost, each partial sum in
+      // double, no FMA contraction): an integer result half-way between two values rounds alike.
+      double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
       int64_t combos = 1;
       for (int j = 0; j < k; ++j) combos *= taps;
       for (int64_t c = 0; c < combos; ++c) {
         int64_t pick = c;
-        double w = 1;
+        int digit[8];
         for (int d = 0; d < rank; ++d) src[d] = coord[d];
         for (int j = 0; j < k; ++j) {
-          const int64_t tap = pick % taps;
+          digit[j] = int(pick % taps);
           pick /= taps;
-          src[changed[j]] = int64_t(rows[j][1 + 2 * tap]);
-          w *= rows[j][2 + 2 * tap];
+          src[changed[j]] = int64_t(rows[j][1 + 2 * digit[j]]);
         }
         int64_t offset = 0;
         for (int d = 0; d < rank; ++d) offset = offset * a.p[11 + d] + src[d];
-        v += w * double(T::ld(x, offset));
+        const double xv = double(T::ld(x, offset));
+        if (k == 0) {
+          acc[0] = xv;
+          continue;
+        }
+        acc[0] = __dadd_rn(acc[0], __dmul_rn(rows[0][2 + 2 * digit[0]], xv));
+        for (int j = 0; j + 1 < k && digit[j] == taps - 1; ++j) {  // level j's sum is complete
+          acc[j + 1] = __dadd_rn(acc[j + 1], __dmul_rn(rows[j + 1][2 + 2 * digit[j + 1]], acc[j]));
+          acc[j] = 0;
+        }
       }
+      v = acc[k > 0 ? k - 1 : 0];
     }
     if (!T::fp) v = ::rint(v);
     T::st(y, t, typename T::C(v));

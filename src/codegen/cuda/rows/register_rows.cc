@@ -9,6 +9,7 @@
 #include <set>
 
 #include "codegen/common/c_emitter.h"
+#include "codegen/cuda/kernel_printer.h"
 #include "codegen/cuda/rows/select_row_form.h"
 
 namespace kiln::codegen::cuda {
@@ -107,17 +108,10 @@ ScalarPtr with_reciprocals(const ScalarPtr& s, const std::set<std::string>& row_
 void plan_reciprocals(RowPlan& out, const std::vector<lower::KernelParam>& params) {
   std::set<std::string> row_level;
   int loop = -1;
-  for (const Stmt& st : out.body) {
-    if (st.kind != Stmt::kFor) {
-      if (st.kind == Stmt::kLet || st.kind == Stmt::kAccInit) row_level.insert(st.name);
-      continue;
-    }
-    for (const Stmt& leaf : st.body) {
-      if (leaf.kind != Stmt::kStore) continue;
-      DType t = params[size_t(leaf.param % kStagedParamBase)].dtype;
-      if (t != DType::F16 && t != DType::BF16) return;
-    }
-  }
+  for (const Stmt& st : out.body)
+    if (st.kind == Stmt::kLet || st.kind == Stmt::kAccInit) row_level.insert(st.name);
+  // Every store, the row-level ones (a reduction's result) included: an f64 row sum is not fast.
+  if (!stores_only_16bit_floats(out.body, params)) return;
   out.fast_exp = true;
   for (Stmt& st : out.body) {
     if (st.kind != Stmt::kFor) continue;
