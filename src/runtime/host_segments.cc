@@ -10,10 +10,11 @@ namespace kiln::runtime {
 
 bool runs_on_host(const Node& n) {
   if (n.info().has(kSubgraph) || n.info().has(kContainer) || n.has_string_values()) return true;
+  auto host_only = [](const Value* v) { return !v->type.is_tensor() || is_narrow(v->type.dtype); };
   for (const Value* v : n.inputs)
-    if (!v->type.is_tensor()) return true;
+    if (host_only(v)) return true;
   for (const Value* v : n.outputs)
-    if (!v->type.is_tensor()) return true;
+    if (host_only(v)) return true;
   return false;
 }
 
@@ -21,7 +22,7 @@ bool has_host_nodes(const Graph& g) {
   for (const auto& n : g.nodes())
     if (runs_on_host(*n)) return true;
   for (const Value* v : g.inputs())
-    if (!v->type.is_tensor()) return true;
+    if (!v->type.is_tensor() || is_narrow(v->type.dtype)) return true;
   return false;
 }
 

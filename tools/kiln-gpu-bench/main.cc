@@ -375,7 +375,9 @@ void dispatch(Results& r) {
 // A real model (an ONNX file, scripts/real_models.py) as `kiln run --device cuda [--dtype]` compiles
 // it: compile time cold (no cache) and warm (cache hit), the median of event-timed graph replays,
 // and kernels launched and bytes moved per run; the slowest steps say where the time goes.
-void model(Results& r, const std::string& path, const std::string& dtype) {
+// conv: "timed" (the default: cuDNN or the direct kernel, whichever is faster per conv), "cudnn"
+// (cuDNN wherever it plans) or "direct" (the direct library kernel everywhere).
+void model(Results& r, const std::string& path, const std::string& dtype, const std::string& conv) {
   std::unique_ptr<Graph> g = import_onnx(path);
   if (!dtype.empty() && dtype != "f32") g = to_float_precision(*g, *parse_dtype(dtype));
   std::vector<HostTensor> inputs;
@@ -388,14 +390,18 @@ void model(Results& r, const std::string& path, const std::string& dtype) {
                           : is_integer(v->type.dtype) ? HostTensor::random(v->type.dtype, shape, 7 + i, 0, 999)
                                                       : HostTensor::random(v->type.dtype, shape, 7 + i));
   }
-  CudaCompileOptions cold;
+  CudaCompileOptions warm;
+  KILN_CHECK(conv == "timed" || conv == "cudnn" || conv == "direct", "--conv: '", conv, "' (timed, cudnn or direct)");
+  warm.use_cudnn = conv != "direct";
+  warm.time_conv_forms = conv == "timed";
+  CudaCompileOptions cold = warm;
   cold.base.use_cache = false;
   auto t0 = std::chrono::steady_clock::now();
   compile_gpu(*g, cold, /*optimize=*/true);
   auto t1 = std::chrono::steady_clock::now();
-  compile_gpu(*g, {}, true);  // fills the cache
+  compile_gpu(*g, warm, true);  // fills the cache
   auto t2 = std::chrono::steady_clock::now();
-  auto exe = compile_gpu(*g, {}, true);
+  auto exe = compile_gpu(*g, warm, true);
   auto t3 = std::chrono::steady_clock::now();
   auto& cx = as_cuda(exe);
   cx.bind(inputs);
@@ -411,7 +417,7 @@ void model(Results& r, const std::string& path, const std::string& dtype) {
   std::string name = path;
   if (size_t slash = name.rfind("/model.onnx"); slash != std::string::npos) name = name.substr(0, slash);
   if (size_t slash = name.rfind('/'); slash != std::string::npos) name = name.substr(slash + 1);
-  r.add(str("model_", name, dtype.empty() ? "" : "_" + dtype),
+  r.add(str("model_", name, dtype.empty() ? "" : "_" + dtype, conv == "timed" ? "" : "_conv_" + conv),
         str("{\"ms\": ", fixed(ms), ", \"compile_cold_s\": ", fixed(std::chrono::duration<double>(t1 - t0).count(), 2),
             ", \"compile_warm_s\": ", fixed(std::chrono::duration<double>(t3 - t2).count(), 3),
             ", \"kernels\": ", sb.kernels_launched(), ", \"MB_moved\": ", fixed(double(sb.bytes_moved()) / 1e6, 1),
@@ -427,6 +433,7 @@ int main(int argc, char** argv) {
   int64_t only_cols = 0;  // rows section: only the shape with this many columns
   std::vector<std::string> models;  // --model FILE.onnx (repeatable): only the model section
   std::string dtype;                // --dtype f16|bf16 for the models
+  std::string conv = "timed";       // --conv timed|cudnn|direct for the models
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--json" && i + 1 < argc) json_path = argv[++i];
@@ -435,9 +442,10 @@ int main(int argc, char** argv) {
     else if (a == "--cols" && i + 1 < argc) only_cols = std::stoll(argv[++i]);
     else if (a == "--model" && i + 1 < argc) models.push_back(argv[++i]), only = "model";
     else if (a == "--dtype" && i + 1 < argc) dtype = argv[++i];
+    else if (a == "--conv" && i + 1 < argc) conv = argv[++i];
     else {
       std::cerr << "usage: kiln-gpu-bench [--json FILE] [--quick] [--only rows|gelu|block|dispatch] [--cols N]\n"
-                   "                      [--model FILE.onnx ... [--dtype f16|bf16]]\n";
+                   "                      [--model FILE.onnx ... [--dtype f16|bf16] [--conv timed|cudnn|direct]]\n";
       return 2;
     }
   }
@@ -455,7 +463,7 @@ int main(int argc, char** argv) {
       r.add(name + "_error", str("\"", std::string(e.what()).substr(0, 300), "\""));
     }
   };
-  for (const std::string& m : models) section("model", [&] { model(r, m, dtype); });
+  for (const std::string& m : models) section("model", [&] { model(r, m, dtype, conv); });
   section("dispatch", [&] { dispatch(r); });
   section("rows", [&] { rows(r, quick, only_cols); });
   section("gelu", [&] {

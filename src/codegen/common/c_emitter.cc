@@ -257,12 +257,12 @@ bool reads_exact_value(Op op) {
   }
 }
 
-// sqrt, rsqrt, reciprocal and log jump where a tiny value rounds to a signed zero or a large one to
+// sqrt, rsqrt, reciprocal, log, mod and pow jump where a tiny value rounds to a signed zero or a large one to
 // infinity (rsqrt of gelu(-9) in f16: -inf for the -0 the graph holds, NaN for the -1e-20 the float
 // holds): they read their operand with the dtype's range but the float's precision (kiln_range_h),
 // so a softmax's or norm's row statistic loses nothing.
 bool reads_dtype_range(Op op) {
-  return op == Op::Sqrt || op == Op::Rsqrt || op == Op::Reciprocal || op == Op::Log;
+  return op == Op::Sqrt || op == Op::Rsqrt || op == Op::Reciprocal || op == Op::Log || op == Op::Mod || op == Op::Pow;
 }
 
 std::string rounded_for(Op consumer, const Scalar& arg, const std::string& e) {

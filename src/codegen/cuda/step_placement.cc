@@ -8,7 +8,7 @@
 namespace kiln::codegen::cuda {
 
 namespace {
-bool supported_matmul_dtype(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+bool supported_matmul_dtype(DType t) { return t == DType::F32 || t == DType::F64 || t == DType::F16 || t == DType::BF16; }
 
 int64_t batch_of(const std::vector<int64_t>& s) {
   int64_t p = 1;
@@ -83,7 +83,7 @@ StepPlacement place_library_steps(const lower::Program& low) {
       continue;
     }
     KILN_CHECK(supported_matmul_dtype(n.outputs[0]->type.dtype), n.describe(),
-               ": CUDA matmul supports f32, f16 and bf16, not ", dtype_name(n.outputs[0]->type.dtype));
+               ": CUDA matmul supports f32, f64, f16 and bf16, not ", dtype_name(n.outputs[0]->type.dtype));
     if (n.inputs[0]->type.is_static() && n.inputs[1]->type.is_static())
       KILN_CHECK(matmul_batch_supported(n.inputs[0]->type.static_shape(), n.inputs[1]->type.static_shape()), n.describe(),
                  ": CUDA matmul does not support the batch broadcast ", n.inputs[0]->type.to_string(), " @ ",

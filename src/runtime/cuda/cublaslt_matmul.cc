@@ -75,10 +75,11 @@ cudaDataType_t cuda_data_type(DType dtype) {
     case DType::F32: return CUDA_R_32F;
     case DType::F16: return CUDA_R_16F;
     case DType::BF16: return CUDA_R_16BF;
+    case DType::F64: return CUDA_R_64F;
     default: break;
   }
   throw Error(str("cuBLASLt matmul: dtype ", dtype_name(dtype),
-                  " is not supported (f32, f16 and bf16 are)"));
+                  " is not supported (f32, f64, f16 and bf16 are)"));
 }
 
 cublasLtEpilogue_t lt_epilogue(MatmulEpilogue epilogue) {
@@ -136,7 +137,11 @@ LtMatmul::LtMatmul(int64_t m, int64_t n, int64_t k, DType dtype, MatmulEpilogue 
   descriptors_ = new Descriptors;
   Descriptors& d = *descriptors_;
   KILN_LT(api.cublasLtCreate(&d.handle));
-  KILN_LT(api.cublasLtMatmulDescCreate(&d.matmul, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  // f64 multiplies and accumulates in double (alpha and beta then are doubles too); the rest
+  // accumulate in f32.
+  f64_ = dtype == DType::F64;
+  KILN_LT(api.cublasLtMatmulDescCreate(&d.matmul, f64_ ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F,
+                                       f64_ ? CUDA_R_64F : CUDA_R_32F));
   const cublasLtEpilogue_t lt_epi = lt_epilogue(epilogue);
   KILN_LT(api.cublasLtMatmulDescSetAttribute(d.matmul, CUBLASLT_MATMUL_DESC_EPILOGUE, &lt_epi,
                                              sizeof lt_epi));
@@ -195,8 +200,11 @@ void LtMatmul::run(DevicePtr a, DevicePtr b, DevicePtr bias, DevicePtr out, Devi
   // The epilogue (bias, activation) applies to alpha*a@b + beta*c as a whole; Kiln only folds c
   // when there is no activation, so the sum is the graph's (a@b + bias) + c.
   const float alpha = 1.0f, beta = accumulate_ ? 1.0f : 0.0f;
-  KILN_LT(api.cublasLtMatmul(d.handle, d.matmul, &alpha, reinterpret_cast<const void*>(b), d.a,
-                             reinterpret_cast<const void*>(a), d.b, &beta,
+  const double alpha64 = 1.0, beta64 = accumulate_ ? 1.0 : 0.0;
+  const void* alpha_p = f64_ ? static_cast<const void*>(&alpha64) : static_cast<const void*>(&alpha);
+  const void* beta_p = f64_ ? static_cast<const void*>(&beta64) : static_cast<const void*>(&beta);
+  KILN_LT(api.cublasLtMatmul(d.handle, d.matmul, alpha_p, reinterpret_cast<const void*>(b), d.a,
+                             reinterpret_cast<const void*>(a), d.b, beta_p,
                              reinterpret_cast<const void*>(accumulate_ ? c : out), d.d,
                              reinterpret_cast<void*>(out), d.d, &d.heuristic.algo,
                              reinterpret_cast<void*>(workspace), kWorkspaceBytes,

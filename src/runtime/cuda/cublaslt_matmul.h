@@ -55,6 +55,7 @@ class LtMatmul {
   MatmulEpilogue epilogue_;
   Batch batch_;
   bool accumulate_ = false;
+  bool f64_ = false;  // double scale type: alpha and beta passed as doubles
   Descriptors* descriptors_ = nullptr;
 };
 

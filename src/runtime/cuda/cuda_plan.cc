@@ -27,6 +27,7 @@ std::optional<EpilogueMatch> match_epilogue(const Node& matmul, const runtime::C
   const Node* add = grp.nodes[0];
   const Value* y = matmul.outputs[0];
   if (add->op != Op::Add || y->uses.size() != 1 || low.graph->is_output(y)) return std::nullopt;
+  if (y->type.dtype == DType::F64) return std::nullopt;  // f64 GEMMs run without epilogues
   int yi = add->inputs[0] == y ? 0 : add->inputs[1] == y ? 1 : -1;
   if (yi < 0) return std::nullopt;
   const Value* bias = add->inputs[1 - yi];

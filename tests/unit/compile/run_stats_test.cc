@@ -50,13 +50,14 @@ TEST(TargetRefusal, TheCpuRunsWhatCudaRefusesAndCudaSaysWhyWithoutADevice) {
   seq->set_outputs({seq->add(Op::SequenceConstruct, {seq->add(Op::Relu, {s0}), s0})});
   EXPECT_EQ(cpu_target().refusal(*seq), "");
   EXPECT_EQ(cuda_target()->refusal(*seq), "");
-  // 4-bit storage has no GPU path: refused, saying why, segments included.
-  auto narrow = std::make_unique<Graph>("narrow");
-  Value* n0 = narrow->add_input("x", f32_of({8}));
-  Value* packed = narrow->add(Op::Cast, {narrow->add(Op::Relu, {n0})}, {{"dtype", DType::I4}});
-  narrow->set_outputs({narrow->add(Op::SequenceConstruct, {packed})});
-  std::string why = cuda_target()->refusal(*narrow);
-  EXPECT_NE(why.find("4-bit"), std::string::npos) << why;
+  // A matmul batch broadcast cuBLASLt cannot run: refused, saying why, segments included.
+  auto bcast = std::make_unique<Graph>("broadcast_matmul");
+  Value* a = bcast->add_input("a", f32_of({2, 3, 4, 5}));
+  Value* b = bcast->add_input("b", f32_of({3, 5, 6}));
+  bcast->set_outputs({bcast->add(Op::SequenceConstruct, {bcast->add(Op::MatMul, {a, b})})});
+  EXPECT_EQ(cpu_target().refusal(*bcast), "");
+  std::string why = cuda_target()->refusal(*bcast);
+  EXPECT_NE(why.find("batch broadcast"), std::string::npos) << why;
 
   auto ok = std::make_unique<Graph>("relu");
   ok->set_outputs({ok->add(Op::Relu, {ok->add_input("x", f32_of({8}))})});
