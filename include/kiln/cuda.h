@@ -36,9 +36,11 @@ struct CudaCompileOptions {
   // the direct library kernel (codegen/cuda/library_kernels.h).
   bool use_cudnn = true;
   // With cuDNN: at a binding's first run, time cuDNN and the direct kernel on each conv's shapes
-  // and keep the faster (cuDNN's NCHW kernels are ~10x slower than the direct one for some shapes,
-  // e.g. 16-bit depthwise 7x7). Off: cuDNN wherever it plans.
-  bool time_conv_forms = true;
+  // and keep the faster (runtime/cuda/conv_forms.cc). Off by default: the timing runs each form
+  // directly on the stream, where cuDNN's host overhead (tens of us a call) counts and a graph
+  // replay does not pay it, so it picked the direct kernel where cuDNN is faster (MobileNetV3:
+  // 2.68 ms timed vs 1.47 ms cuDNN-only on the H200). Timing captured graphs is the fix.
+  bool time_conv_forms = false;
 };
 
 // Empty when this build has the CUDA backend and a CUDA device is usable here; otherwise why not

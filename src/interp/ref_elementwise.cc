@@ -76,7 +76,8 @@ void ref_Gelu(const KernelArgs& a) {
     // for large negative x (the compiled kernels use this form too).
     unary_float(a, [](double x) { return x / (1.0 + std::exp(-2.0 * kSqrt2OverPi * (x + 0.044715 * x * x * x))); });
   } else {
-    unary_float(a, [](double x) { return 0.5 * x * (1.0 + std::erf(x / kSqrt2)); });
+    // 1 + erf(z) = erfc(-z): no cancellation where gelu(x) is tiny (x << 0).
+    unary_float(a, [](double x) { return 0.5 * x * std::erfc(-x / kSqrt2); });
   }
 }
 void ref_Silu(const KernelArgs& a) { unary_float(a, [](double x) { return x * sigmoid(x); }); }

@@ -79,11 +79,11 @@ Value* reciprocal_count(Graph& g, Value* x, const std::vector<int64_t>& axes) {
 Value* mean_over(Graph& g, Value* x, const std::vector<int64_t>& axes, bool keepdim) {
   Value* sum = g.add(Op::ReduceSum, {x}, reduce_attrs(axes, keepdim));
   DType dt = x->type.dtype;
-  if (dt != DType::F16 && dt != DType::BF16) return mul(g, sum, reciprocal_count(g, x, axes));
-  // 16-bit: 1/N rounded to 8 or 11 bits would be off by up to 2^-9 in every mean (a layer norm of
-  // a constant row would not be 0), so a static N the dtype holds exactly (up to 256 in bf16, 2048
-  // in f16, and most model widths) divides instead, in float inside the kernels. Otherwise (f16
-  // has no 70001; symbolic N) the reciprocal, computed in f32 and rounded once.
+  // sum * (1/N) with 1/N rounded to the dtype is off by up to half an ulp of 1/N in every mean —
+  // 2^-9 in bf16, 3e-8 in f32 — so a layer norm of a constant row is not 0. A static N the dtype
+  // holds exactly (every N below 2^24 in f32, 256 in bf16, 2048 in f16, and most model widths)
+  // divides instead, once per row, in float inside the kernels. Otherwise (f16 has no 70001;
+  // symbolic N) the reciprocal, computed in f32 and rounded once.
   SymInt count = count_at(x, axes);
   if (count.is_constant()) {
     HostTensor n = HostTensor::scalar(dt, double(count.constant()));

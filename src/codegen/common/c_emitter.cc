@@ -257,10 +257,11 @@ bool reads_exact_value(Op op) {
   }
 }
 
-// sqrt, rsqrt, reciprocal, log, mod and pow jump where a tiny value rounds to a signed zero or a large one to
-// infinity (rsqrt of gelu(-9) in f16: -inf for the -0 the graph holds, NaN for the -1e-20 the float
-// holds): they read their operand with the dtype's range but the float's precision (kiln_range_h),
-// so a softmax's or norm's row statistic loses nothing.
+// sqrt, rsqrt, reciprocal, log, mod and pow jump where a tiny value rounds to a signed zero (rsqrt
+// of gelu(-9) in f16: -inf for the -0 the graph holds, NaN for the -1e-20 the float holds): they
+// read their operand flushed to zero where the dtype would (kiln_flush_h) but with the float's
+// precision, so a softmax's or norm's row statistic loses nothing. Overflow is not emulated: the
+// f16-typed intermediates of a decomposed layer_norm (its variance) legitimately exceed 65504.
 bool reads_dtype_range(Op op) {
   return op == Op::Sqrt || op == Op::Rsqrt || op == Op::Reciprocal || op == Op::Log || op == Op::Mod || op == Op::Pow;
 }
@@ -270,8 +271,8 @@ std::string rounded_for(Op consumer, const Scalar& arg, const std::string& e) {
   if (arg.kind != Scalar::kOp && arg.kind != Scalar::kRef) return e;
   const bool exact = reads_exact_value(consumer);
   if (!exact && !reads_dtype_range(consumer)) return e;
-  if (arg.dtype == DType::F16) return str(exact ? "kiln_round_h" : "kiln_range_h", "(float(", e, "))");
-  if (arg.dtype == DType::BF16) return str(exact ? "kiln_round_b" : "kiln_range_b", "(float(", e, "))");
+  if (arg.dtype == DType::F16) return str(exact ? "kiln_round_h" : "kiln_flush_h", "(float(", e, "))");
+  if (arg.dtype == DType::BF16) return str(exact ? "kiln_round_b" : "kiln_flush_b", "(float(", e, "))");
   return e;
 }
 

@@ -233,7 +233,7 @@ inline float kiln_erf(float x) {
 }
 inline double kiln_erf(double x) { return std::erf(x); }
 template <typename T> inline T kiln_erf(T x) { return T(std::erf(double(x))); }
-inline double kiln_gelu(double x) { return 0.5 * x * (1.0 + std::erf(x / 1.4142135623730951)); }
+inline double kiln_gelu(double x) { return 0.5 * x * std::erfc(-x / 1.4142135623730951); }
 // gelu's tanh form: 0.5*x*(1 + tanh(u)) = x / (1 + exp(-2u)), u = sqrt(2/pi)*(x + 0.044715 x^3):
 // no tanh call and no cancellation.
 template <typename T> inline T kiln_gelu_tanh(T x) {
@@ -242,17 +242,11 @@ template <typename T> inline T kiln_gelu_tanh(T x) {
 }
 inline float kiln_round_h(float f) { return kiln_h2f(kiln_f2h(f)); }
 inline float kiln_round_b(float f) { return kiln_b2f(kiln_f2b(f)); }
-// The range of a 16-bit float without its precision: what rounds to a signed zero or to an
-// infinity in f16 (|x| < 2^-25, >= 65520) or bf16 (|x| <= 2^-134, >= 3.3961776e38) does so, the
-// rest keeps every float bit. Where sqrt/rsqrt/reciprocal/log read a fused intermediate.
-inline float kiln_range_h(float f) {
-  const float a = f < 0.0f ? -f : f;
-  return a < 2.98023224e-8f ? f * 0.0f : (a >= 65520.0f ? f * 1e30f * 1e30f : f);
-}
-inline float kiln_range_b(float f) {
-  const float a = f < 0.0f ? -f : f;
-  return a <= 4.59177481e-41f ? f * 0.0f : (a >= 3.39617752e38f ? f * 1e30f : f);
-}
+// A float flushed to a signed zero where the 16-bit type would round it to one (f16: |x| < 2^-25;
+// bf16: |x| <= 2^-134), else unchanged (every float bit kept). Where sqrt/rsqrt/reciprocal/log/
+// mod/pow read a fused intermediate.
+inline float kiln_flush_h(float f) { return (f < 0.0f ? -f : f) < 2.98023224e-8f ? f * 0.0f : f; }
+inline float kiln_flush_b(float f) { return (f < 0.0f ? -f : f) <= 4.59177481e-41f ? f * 0.0f : f; }
 inline uint32_t kiln_f32_bits(float f) {
   uint32_t u;
   std::memcpy(&u, &f, 4);

@@ -163,24 +163,18 @@ template <bool kFast> __device__ inline float kiln_gelu_erfc(float x) {
 }
 __device__ inline float kiln_gelu(float x) { return kiln_gelu_erfc<false>(x); }
 __device__ inline float kiln_gelu16(float x) { return kiln_gelu_erfc<true>(x); }
-__device__ inline double kiln_gelu(double x) { return 0.5 * x * (1.0 + ::erf(x / 1.4142135623730951)); }
+__device__ inline double kiln_gelu(double x) { return 0.5 * x * ::erfc(-x / 1.4142135623730951); }
 template <typename T> __device__ inline T kiln_gelu_tanh(T x) {
   T u = T(0.7978845608028654) * (x + T(0.044715) * x * x * x);
   return x / (T(1) + kiln_exp(T(-2) * u));
 }
 __device__ inline float kiln_round_h(float f) { return kiln_h2f(kiln_f2h(f)); }
 __device__ inline float kiln_round_b(float f) { return kiln_b2f(kiln_f2b(f)); }
-// The range of a 16-bit float without its precision: what rounds to a signed zero or to an
-// infinity in f16 (|x| < 2^-25, >= 65520) or bf16 (|x| <= 2^-134, >= 3.3961776e38) does so, the
-// rest keeps every float bit. Where sqrt/rsqrt/reciprocal/log read a fused intermediate.
-__device__ inline float kiln_range_h(float f) {
-  const float a = f < 0.0f ? -f : f;
-  return a < 2.98023224e-8f ? f * 0.0f : (a >= 65520.0f ? f * 1e30f * 1e30f : f);
-}
-__device__ inline float kiln_range_b(float f) {
-  const float a = f < 0.0f ? -f : f;
-  return a <= 4.59177481e-41f ? f * 0.0f : (a >= 3.39617752e38f ? f * 1e30f : f);
-}
+// A float flushed to a signed zero where the 16-bit type would round it to one (f16: |x| < 2^-25;
+// bf16: |x| <= 2^-134), else unchanged (every float bit kept). Where sqrt/rsqrt/reciprocal/log/
+// mod/pow read a fused intermediate.
+__device__ inline float kiln_flush_h(float f) { return (f < 0.0f ? -f : f) < 2.98023224e-8f ? f * 0.0f : f; }
+__device__ inline float kiln_flush_b(float f) { return (f < 0.0f ? -f : f) <= 4.59177481e-41f ? f * 0.0f : f; }
 __device__ inline uint32_t kiln_f32_bits(float f) { return __float_as_uint(f); }
 __device__ inline float kiln_bits_f32(uint32_t u) { return __uint_as_float(u); }
 )KILN";

@@ -247,7 +247,7 @@ Ran run_unary(const KernelArgs& a) {
         });
       return float_op(a, kTranscendental, [](auto x) {
         double d = double(x);
-        return decltype(x)(0.5 * d * (1.0 + std::erf(d / kSqrt2)));
+        return decltype(x)(0.5 * d * std::erfc(-d / kSqrt2));
       });
     case Op::Sin: return float_op(a, kTranscendental, [](auto x) { return std::sin(x); });
     case Op::Cos: return float_op(a, kTranscendental, [](auto x) { return std::cos(x); });

@@ -110,7 +110,7 @@ double apply_step_reference(const ChainStep& step, double x) {
     case ChainOp::Exp: return std::exp(x);
     case ChainOp::Tanh: return std::tanh(x);
     case ChainOp::Sigmoid: return 1.0 / (1.0 + std::exp(-x));
-    case ChainOp::Gelu: return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+    case ChainOp::Gelu: return 0.5 * x * std::erfc(-x / std::sqrt(2.0));
   }
   return x;
 }
