@@ -38,9 +38,7 @@ CublasLtApi load_cublaslt() {
     return api;
   }
   std::string missing;
-#define KILN_LT_RESOLVE(name)                                             \
-  api.name = reinterpret_cast<decltype(&::name)>(dlsym(handle, #name));  \
-  if (!api.name) missing += std::string(missing.empty() ? "" : ", ") + #name;
+#define KILN_LT_RESOLVE(name) KILN_RESOLVE_SYMBOL(api, handle, name, missing)
   KILN_CUBLASLT_FUNCTIONS(KILN_LT_RESOLVE)
 #undef KILN_LT_RESOLVE
   if (!missing.empty()) {

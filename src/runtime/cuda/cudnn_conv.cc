@@ -51,25 +51,14 @@ std::vector<std::string> cudnn_candidates() {
 CudnnApi load_cudnn() {
   CudnnApi api;
   std::string tried;
-  void* handle = nullptr;
-  if (const char* path = std::getenv("KILN_LIBCUDNN"); path && *path) {
-    handle = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
-    if (!handle) tried += str(path, " ($KILN_LIBCUDNN: ", dlerror(), "), ");
-  }
-  for (const std::string& name : cudnn_candidates()) {
-    if (handle) break;
-    // RTLD_GLOBAL: cuDNN's shim loads its engine libraries (libcudnn_cnn...) from beside itself.
-    handle = dlopen(name.c_str(), RTLD_NOW | RTLD_GLOBAL);
-    if (!handle) tried += name + ", ";
-  }
+  // RTLD_GLOBAL: cuDNN's shim loads its engine libraries (libcudnn_cnn...) from beside itself.
+  void* handle = open_first_library("KILN_LIBCUDNN", cudnn_candidates(), &tried, /*global=*/true);
   if (!handle) {
-    api.status.message = "no cuDNN (libcudnn.so.9) found; tried " + tried + "and $KILN_LIBCUDNN";
+    api.status.message = "no cuDNN (libcudnn.so.9) found; tried " + tried;
     return api;
   }
   std::string missing;
-#define KILN_DNN_RESOLVE(name)                                            \
-  api.name = reinterpret_cast<decltype(&::name)>(dlsym(handle, #name));  \
-  if (!api.name) missing += std::string(missing.empty() ? "" : ", ") + #name;
+#define KILN_DNN_RESOLVE(name) KILN_RESOLVE_SYMBOL(api, handle, name, missing)
   KILN_CUDNN_FUNCTIONS(KILN_DNN_RESOLVE)
 #undef KILN_DNN_RESOLVE
   if (!missing.empty()) {

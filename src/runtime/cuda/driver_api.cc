@@ -62,14 +62,15 @@ const LoadedDriver& loaded_driver() {
 
 }  // namespace
 
-void* open_first_library(const char* env_override, std::initializer_list<const char*> names,
-                         std::string* tried) {
+void* open_first_library(const char* env_override, const std::vector<std::string>& names, std::string* tried,
+                         bool global) {
+  const int flags = RTLD_NOW | (global ? RTLD_GLOBAL : RTLD_LOCAL);
   if (const char* path = env_override ? std::getenv(env_override) : nullptr; path && *path) {
-    if (void* handle = dlopen(path, RTLD_NOW | RTLD_LOCAL)) return handle;
+    if (void* handle = dlopen(path, flags)) return handle;
     *tried += str(path, " ($", env_override, ": ", dlerror(), ")");
   }
-  for (const char* name : names) {
-    if (void* handle = dlopen(name, RTLD_NOW | RTLD_LOCAL)) return handle;
+  for (const std::string& name : names) {
+    if (void* handle = dlopen(name.c_str(), flags)) return handle;
     *tried += str(tried->empty() ? "" : ", ", name);
   }
   return nullptr;

@@ -5,8 +5,8 @@
 
 #include <cuda.h>
 
-#include <initializer_list>
 #include <string>
+#include <vector>
 
 namespace kiln::cuda {
 
@@ -53,11 +53,18 @@ const DriverApi& driver();
 // Throws kiln::Error naming the call and the driver's error name when `result` is not success.
 void check_cu(CUresult result, const char* what);
 
-// Loads the first shared library of `names` that dlopen finds; nullptr if none. `tried` collects
-// the names for the error message. Shared with the NVRTC and cuBLASLt loaders.
-void* open_first_library(const char* env_override, std::initializer_list<const char*> names,
-                         std::string* tried);
+// Loads $env_override if set, else the first shared library of `names` that dlopen finds; nullptr
+// if none. `tried` collects the names for the error message. `global`: RTLD_GLOBAL (cuDNN's shim
+// loads its engine libraries from beside itself). Shared with the NVRTC, cuBLASLt and cuDNN loaders.
+void* open_first_library(const char* env_override, const std::vector<std::string>& names, std::string* tried,
+                         bool global = false);
 
 }  // namespace kiln::cuda
+
+// In a loader: api.name = the symbol `name` of `handle`, appended to `missing` when absent (the
+// NVRTC, cuBLASLt and cuDNN loaders resolve their X-macro lists of entry points with it).
+#define KILN_RESOLVE_SYMBOL(api, handle, name, missing)                   \
+  api.name = reinterpret_cast<decltype(&::name)>(dlsym(handle, #name));  \
+  if (!api.name) missing += std::string(missing.empty() ? "" : ", ") + #name;
 
 #define KILN_CU(call) ::kiln::cuda::check_cu((call), #call)

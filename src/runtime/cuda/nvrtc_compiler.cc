@@ -35,9 +35,7 @@ NvrtcApi load_nvrtc() {
     return api;
   }
   std::string missing;
-#define KILN_NVRTC_RESOLVE(name)                                            \
-  api.name = reinterpret_cast<decltype(&::name)>(dlsym(handle, #name));    \
-  if (!api.name) missing += std::string(missing.empty() ? "" : ", ") + #name;
+#define KILN_NVRTC_RESOLVE(name) KILN_RESOLVE_SYMBOL(api, handle, name, missing)
   KILN_NVRTC_FUNCTIONS(KILN_NVRTC_RESOLVE)
 #undef KILN_NVRTC_RESOLVE
   if (!missing.empty()) {
