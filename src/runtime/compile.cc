@@ -2,6 +2,7 @@
 // system compiler -> dlopen -> Executable. A straight list of named stages, each dumpable through
 // Executable::explain().
 #include <chrono>
+#include <cstdlib>
 #include <set>
 
 #include "codegen/common/c_emitter.h"
@@ -204,6 +205,16 @@ std::shared_ptr<runtime::CompiledExecutable> lower_graph(const Graph& input, con
   return exe;
 }
 
+// The CPU's library choices that depend on the lowered program: oneDNN convs and their folded
+// elementwise tails.
+void plan_library_steps(runtime::CompiledExecutable& exe) {
+  const char* env = std::getenv("KILN_ONEDNN");
+  if (!exe.options.onednn || (env && std::string(env) == "0")) return;
+  exe.conv_plans = runtime::plan_onednn_convs(exe);
+  for (const auto& [step, plan] : exe.conv_plans)
+    if (plan.folded_step >= 0) exe.folded_steps.insert(size_t(plan.folded_step));
+}
+
 std::vector<std::shared_ptr<Executable>> finish(std::vector<std::shared_ptr<runtime::CompiledExecutable>>& exes,
                                                 const std::shared_ptr<codegen::cpu::SharedObject>& so,
                                                 const CompileStats& stats, const std::string& command,
@@ -217,6 +228,7 @@ std::vector<std::shared_ptr<Executable>> compile_all(const std::vector<const Gra
   for (size_t i = 0; i < graphs.size(); ++i) {
     KILN_CHECK(graphs[i] != nullptr, "compile: graph ", i, " is null");
     exes.push_back(lower_graph(*graphs[i], opt, graphs.size() > 1 ? str("kiln_g", i, "_") : "kiln_", true));
+    plan_library_steps(*exes.back());
     for (const auto& k : exes.back()->kernels) all.push_back(&k.kernel);
   }
   std::string source = codegen::cpu::translation_unit(all);
@@ -289,6 +301,7 @@ std::shared_ptr<Executable> link_prebuilt(const Graph& g, const CompileOptions& 
                                           const std::function<void(const std::string&)>& check_source) {
   const Clock::time_point t0 = Clock::now();
   std::vector<std::shared_ptr<CompiledExecutable>> exes = {lower_graph(g, options, "kiln_", true)};
+  plan_library_steps(*exes[0]);
   std::vector<const lower::LoopKernel*> all;
   for (const auto& k : exes[0]->kernels) all.push_back(&k.kernel);
   std::string source = codegen::cpu::translation_unit(all);

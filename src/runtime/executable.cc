@@ -79,7 +79,7 @@ std::vector<HostTensor> CompiledExecutable::run(const std::vector<HostTensor>& i
 
   const auto& outs = graph->outputs();
   std::vector<HostTensor> results(outs.size());
-  std::map<const Value*, HostTensor> held;
+  std::map<const Value*, HostTensor>& held = held_;
   auto pointer_of = [&](const Value* v) -> void* {
     const BufferSlot& slot = slots.at(v);
     switch (slot.kind) {
@@ -93,9 +93,11 @@ std::vector<HostTensor> CompiledExecutable::run(const std::vector<HostTensor>& i
         return t.raw();
       }
       case BufferSlot::kHeld: {
+        // Kept from the last run when the shape is the same: no fresh pages to fault in.
+        std::vector<int64_t> shape = eval_shape(v->type.shape, bindings);
         auto it = held.find(v);
-        if (it == held.end())
-          it = held.emplace(v, HostTensor::empty(v->type.dtype, eval_shape(v->type.shape, bindings))).first;
+        if (it == held.end() || !it->second.is_tensor() || it->second.shape() != shape)
+          it = held.insert_or_assign(v, HostTensor::empty(v->type.dtype, shape)).first;
         return it->second.raw();
       }
       case BufferSlot::kArena: return arena_.get() + plan.offsets[size_t(slot.index)];
@@ -125,6 +127,38 @@ std::vector<HostTensor> CompiledExecutable::run(const std::vector<HostTensor>& i
     KernelRecord rec;
     rec.name = step.name;
     rec.source_ops = step.source_ops;
+    if (folded_steps.count(step_index)) continue;  // run by the conv before it as post-ops
+    if (auto plan = conv_plans.find(step_index); plan != conv_plans.end()) {
+      const ConvStepPlan& cp = plan->second;
+      const Node& conv = *step.node;
+      auto raw = [&](const Value* v) { return const_cast<const void*>(tensor_of(v).raw()); };
+      std::vector<const void*> channel;
+      for (const Value* v : cp.channel_operands) channel.push_back(pointer_of(schedule.storage_of(v)));
+      const void* bias = conv.inputs.size() > 2 && conv.inputs[2] ? raw(conv.inputs[2]) : nullptr;
+      const void* sum = cp.sum_operand ? pointer_of(schedule.storage_of(cp.sum_operand)) : nullptr;
+      void* y = pointer_of(cp.out);
+      const void* x = raw(conv.inputs[0]);
+      const void* w = raw(conv.inputs[1]);
+      const Clock::time_point t0 = Clock::now();
+      cp.conv->run(x, w, bias, channel, sum, y);
+      rec.time_us = micros(t0, Clock::now());
+      if (cp.folded_step >= 0) {
+        rec.name += "+" + steps[size_t(cp.folded_step)].name;
+        for (const std::string& op : steps[size_t(cp.folded_step)].source_ops) rec.source_ops.push_back(op);
+      }
+      ++run_stats.library_steps;
+      for (const Value* v : conv.inputs)
+        if (v) rec.bytes_read += value_bytes(v, bindings);
+      for (const Value* v : cp.channel_operands) rec.bytes_read += value_bytes(v, bindings);
+      if (cp.sum_operand) rec.bytes_read += value_bytes(cp.sum_operand, bindings);
+      rec.bytes_written = value_bytes(cp.out, bindings);
+      const Shape& ws = conv.inputs[1]->type.shape;
+      rec.flops = 2.0 * double(cp.out->type.numel().evaluate(bindings)) *
+                  double((ws[1] * ws[2] * ws[3]).evaluate(bindings));
+      kernel_total_us += rec.time_us;
+      if (sb) sb->add(std::move(rec));
+      continue;
+    }
     if (step.library) {
       std::vector<HostTensor> in;
       for (const Value* v : step.node->inputs) in.push_back(tensor_of(v));
@@ -207,7 +241,14 @@ std::string CompiledExecutable::explain() const {
   for (const auto& note : decomposition_notes) os << note << "\n";
   os << schedule.explain();
   os << "steps:\n";
-  for (const Step& s : steps) os << "  " << s.name << (s.library ? "  [library call]" : "") << "\n";
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Step& s = steps[i];
+    os << "  " << s.name << (s.library ? "  [library call]" : "");
+    if (auto plan = conv_plans.find(i); plan != conv_plans.end()) os << "  " << plan->second.note;
+    else if (s.library && !s.host && s.node->op == Op::Conv2d) os << "  eager im2col + OpenBLAS";
+    if (folded_steps.count(i)) os << "  [folded into the conv before it]";
+    os << "\n";
+  }
   os << "\n== Loop IR ==\n";
   for (const auto& k : kernels) os << lower::print_kernel(k.kernel) << "\n";
   // The memory plan for static graphs (symbolic graphs plan per binding at run time).

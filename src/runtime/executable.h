@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "lower/lower_group.h"
 #include "lower/memory_plan.h"
 #include "lower/program.h"
+#include "runtime/cpu_conv_plan.h"
 
 namespace kiln::runtime {
 
@@ -39,12 +41,15 @@ class CompiledExecutable : public Executable, public lower::Program {
   std::string compiler_command;
   CompileStats stats_;
   std::string source_;
+  std::map<size_t, ConvStepPlan> conv_plans;  // conv steps on oneDNN, by step index
+  std::set<size_t> folded_steps;              // kernel steps a conv plan runs as post-ops
 
  private:
   const lower::MemoryPlan& plan_for(const std::vector<int64_t>& syms,
                                     const std::map<std::string, int64_t>& bindings);
   std::map<std::vector<int64_t>, lower::MemoryPlan> plans_;
   std::vector<lower::BufferRequest> last_requests_;
+  std::map<const Value*, HostTensor> held_;  // kernel-written held buffers, kept across runs (no page faults)
   std::unique_ptr<uint8_t[], void (*)(uint8_t*)> arena_{nullptr, [](uint8_t* p) { ::operator delete[](p, std::align_val_t(64)); }};
   int64_t arena_capacity_ = 0;
   mutable std::mutex run_mutex_;  // one run at a time: the arena is shared

@@ -1,0 +1,216 @@
+// oneDNN convolution primitives with fused post-ops (see onednn_conv.h). The primitive is created
+// with format `any` for source, weights and destination, so oneDNN picks its fastest (blocked)
+// layouts; Kiln's tensors are plain NCHW, so the source is reordered in and the destination out
+// around the conv (a pass each, far cheaper than the conv), and constant weights are reordered once.
+#include "kernels/cpu/onednn_conv.h"
+
+#include <cstring>
+#include <unordered_map>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "kiln/error.h"
+
+namespace kiln::eager::onednn {
+
+namespace {
+
+using dnnl::memory;
+using tag = memory::format_tag;
+
+const dnnl::engine& cpu_engine() {
+  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+memory::data_type data_type_of(DType d) { return d == DType::BF16 ? memory::data_type::bf16 : memory::data_type::f32; }
+
+memory::dims dims4(const int64_t* d) { return {d[0], d[1], d[2], d[3]}; }
+
+dnnl::algorithm eltwise_algorithm(PostOp::Kind k) {
+  switch (k) {
+    case PostOp::kRelu: return dnnl::algorithm::eltwise_relu;
+    case PostOp::kClip: return dnnl::algorithm::eltwise_clip_v2;
+    case PostOp::kLinear: return dnnl::algorithm::eltwise_linear;
+    case PostOp::kLogistic: return dnnl::algorithm::eltwise_logistic;
+    case PostOp::kTanh: return dnnl::algorithm::eltwise_tanh;
+    case PostOp::kExp: return dnnl::algorithm::eltwise_exp;
+    case PostOp::kAbs: return dnnl::algorithm::eltwise_abs;
+    case PostOp::kSqrt: return dnnl::algorithm::eltwise_sqrt;
+    case PostOp::kGeluErf: return dnnl::algorithm::eltwise_gelu_erf;
+    case PostOp::kGeluTanh: return dnnl::algorithm::eltwise_gelu_tanh;
+    case PostOp::kSwish: return dnnl::algorithm::eltwise_swish;
+    case PostOp::kHardSwish: return dnnl::algorithm::eltwise_hardswish;
+    default: return dnnl::algorithm::undef;
+  }
+}
+
+dnnl::algorithm binary_algorithm(PostOp::Kind k) {
+  switch (k) {
+    case PostOp::kBinaryAdd: return dnnl::algorithm::binary_add;
+    case PostOp::kBinarySub: return dnnl::algorithm::binary_sub;
+    case PostOp::kBinaryMul: return dnnl::algorithm::binary_mul;
+    case PostOp::kBinaryDiv: return dnnl::algorithm::binary_div;
+    case PostOp::kBinaryMax: return dnnl::algorithm::binary_max;
+    case PostOp::kBinaryMin: return dnnl::algorithm::binary_min;
+    default: return dnnl::algorithm::undef;
+  }
+}
+
+}  // namespace
+
+std::string post_op_name(const PostOp& p) {
+  switch (p.kind) {
+    case PostOp::kRelu: return "relu";
+    case PostOp::kClip: return str("clip(", p.alpha, ", ", p.beta, ")");
+    case PostOp::kLinear: return str("linear(", p.alpha, "x + ", p.beta, ")");
+    case PostOp::kLogistic: return "sigmoid";
+    case PostOp::kTanh: return "tanh";
+    case PostOp::kExp: return "exp";
+    case PostOp::kAbs: return "abs";
+    case PostOp::kSqrt: return "sqrt";
+    case PostOp::kGeluErf: return "gelu";
+    case PostOp::kGeluTanh: return "gelu(tanh)";
+    case PostOp::kSwish: return "silu";
+    case PostOp::kHardSwish: return "hardswish";
+    case PostOp::kBinaryAdd: return "add per channel";
+    case PostOp::kBinarySub: return "sub per channel";
+    case PostOp::kBinaryMul: return "mul per channel";
+    case PostOp::kBinaryDiv: return "div per channel";
+    case PostOp::kBinaryMax: return "max per channel";
+    case PostOp::kBinaryMin: return "min per channel";
+    case PostOp::kSum: return p.alpha == 1 ? "residual add" : str("residual add x", p.alpha);
+  }
+  return "?";
+}
+
+bool supports(const ConvSpec& spec) {
+  if (spec.dtype != DType::F32 && spec.dtype != DType::BF16) return false;
+  if (spec.groups < 1 || spec.x[1] % spec.groups != 0 || spec.y[1] % spec.groups != 0) return false;
+  for (int i = 0; i < 4; ++i)
+    if (spec.x[i] <= 0 || spec.w[i] <= 0 || spec.y[i] <= 0) return false;
+  // bf16 needs AVX-512 (oneDNN emulates it on avx512_core) or AVX2 with vnni-bf16 kernels.
+  return spec.dtype == DType::F32 || dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx512_core;
+}
+
+struct PreparedConv::State {
+  ConvSpec spec;
+  dnnl::convolution_forward::primitive_desc pd;
+  dnnl::convolution_forward conv;
+  dnnl::stream stream{cpu_engine()};
+  memory::desc x_plain, w_plain, y_plain;
+  memory x_user, w_user, y_user, bias, residual_user;  // handles set per run
+  memory x_mem, w_mem, y_mem;                          // the primitive's layouts (maybe the user's)
+  std::vector<memory> channel_mems;
+  dnnl::reorder x_in, w_in, residual_in, y_out;  // created once, where the layouts differ
+  bool weights_ready = false;
+};
+
+PreparedConv::PreparedConv(const ConvSpec& spec) : s_(std::make_unique<State>()) {
+  KILN_CHECK(supports(spec), "oneDNN conv: unsupported spec");
+  State& s = *s_;
+  s.spec = spec;
+  const auto dt = data_type_of(spec.dtype);
+  const dnnl::engine& eng = cpu_engine();
+  s.x_plain = memory::desc(dims4(spec.x), dt, tag::nchw);
+  s.y_plain = memory::desc(dims4(spec.y), dt, tag::nchw);
+  memory::dims wdims = spec.groups == 1
+                           ? memory::dims{spec.w[0], spec.w[1], spec.w[2], spec.w[3]}
+                           : memory::dims{spec.groups, spec.w[0] / spec.groups, spec.w[1], spec.w[2], spec.w[3]};
+  s.w_plain = memory::desc(wdims, dt, spec.groups == 1 ? tag::oihw : tag::goihw);
+  memory::desc x_any(dims4(spec.x), dt, tag::any), y_any(dims4(spec.y), dt, tag::any), w_any(wdims, dt, tag::any);
+  memory::desc bias_md({spec.y[1]}, dt, tag::x);
+
+  dnnl::post_ops ops;
+  memory::desc channel_md({1, spec.y[1], 1, 1}, dt, tag::nchw);
+  for (const PostOp& p : spec.post_ops) {
+    if (p.kind == PostOp::kSum) ops.append_sum(p.alpha);
+    else if (p.is_binary()) ops.append_binary(binary_algorithm(p.kind), channel_md);
+    else ops.append_eltwise(1.0f, eltwise_algorithm(p.kind), p.alpha, p.beta);
+  }
+  dnnl::primitive_attr attr;
+  attr.set_post_ops(ops);
+  const memory::dims strides{spec.strides[0], spec.strides[1]};
+  const memory::dims dilations{spec.dilations[0] - 1, spec.dilations[1] - 1};
+  const memory::dims pad_l{spec.pads[0], spec.pads[1]}, pad_r{spec.pads[2], spec.pads[3]};
+  try {
+    auto desc = spec.has_bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                                dnnl::algorithm::convolution_direct, x_any, w_any,
+                                                                bias_md, y_any, strides, dilations, pad_l, pad_r)
+                              : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                                dnnl::algorithm::convolution_direct, x_any, w_any,
+                                                                y_any, strides, dilations, pad_l, pad_r);
+    s.pd = dnnl::convolution_forward::primitive_desc(desc, attr, eng);
+    s.conv = dnnl::convolution_forward(s.pd);
+  } catch (const dnnl::error& e) {
+    throw Error(str("oneDNN has no convolution for this shape: ", e.what()));
+  }
+  s.x_user = memory(s.x_plain, eng, DNNL_MEMORY_NONE);
+  s.w_user = memory(s.w_plain, eng, DNNL_MEMORY_NONE);
+  s.y_user = memory(s.y_plain, eng, DNNL_MEMORY_NONE);
+  s.residual_user = memory(s.y_plain, eng, DNNL_MEMORY_NONE);
+  if (spec.has_bias) s.bias = memory(bias_md, eng, DNNL_MEMORY_NONE);
+  s.x_mem = s.pd.src_desc() == s.x_plain ? s.x_user : memory(s.pd.src_desc(), eng);
+  s.y_mem = s.pd.dst_desc() == s.y_plain ? s.y_user : memory(s.pd.dst_desc(), eng);
+  s.w_mem = s.pd.weights_desc() == s.w_plain ? s.w_user : memory(s.pd.weights_desc(), eng);
+  for (const PostOp& p : spec.post_ops)
+    if (p.is_binary()) s.channel_mems.push_back(memory(channel_md, eng, DNNL_MEMORY_NONE));
+  if (!(s.x_mem == s.x_user)) s.x_in = dnnl::reorder(s.x_user, s.x_mem);
+  if (!(s.w_mem == s.w_user)) s.w_in = dnnl::reorder(s.w_user, s.w_mem);
+  if (!(s.y_mem == s.y_user)) {
+    s.y_out = dnnl::reorder(s.y_mem, s.y_user);
+    s.residual_in = dnnl::reorder(s.residual_user, s.y_mem);
+  }
+}
+
+PreparedConv::~PreparedConv() = default;
+
+std::string PreparedConv::implementation() const { return s_->pd.impl_info_str(); }
+
+void PreparedConv::set_constant_weights(const void* w) {
+  State& s = *s_;
+  if (s.w_mem == s.w_user) {
+    s.w_mem = memory(s.w_plain, cpu_engine());  // own copy: the constant may move
+    std::memcpy(s.w_mem.get_data_handle(), w, s.w_plain.get_size());
+  } else {
+    s.w_user.set_data_handle(const_cast<void*>(w));
+    s.w_in.execute(s.stream, s.w_user, s.w_mem);
+    s.stream.wait();
+  }
+  s.weights_ready = true;
+}
+
+void PreparedConv::run(const void* x, const void* w, const void* bias, const std::vector<const void*>& channel_operands,
+                       const void* sum_operand, void* y) {
+  State& s = *s_;
+  s.x_user.set_data_handle(const_cast<void*>(x));
+  s.y_user.set_data_handle(y);
+  if (!s.weights_ready) {
+    s.w_user.set_data_handle(const_cast<void*>(w));
+    if (!(s.w_mem == s.w_user)) s.w_in.execute(s.stream, s.w_user, s.w_mem);
+  }
+  if (!(s.x_mem == s.x_user)) s.x_in.execute(s.stream, s.x_user, s.x_mem);
+  if (sum_operand) {  // the sum post-op adds what the destination holds before the conv
+    s.residual_user.set_data_handle(const_cast<void*>(sum_operand));
+    if (!(s.y_mem == s.y_user)) s.residual_in.execute(s.stream, s.residual_user, s.y_mem);
+    else if (sum_operand != y) std::memcpy(y, sum_operand, s.y_plain.get_size());
+  }
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, s.x_mem}, {DNNL_ARG_WEIGHTS, s.w_mem}, {DNNL_ARG_DST, s.y_mem}};
+  if (s.spec.has_bias) {
+    s.bias.set_data_handle(const_cast<void*>(bias));
+    args[DNNL_ARG_BIAS] = s.bias;
+  }
+  KILN_CHECK(channel_operands.size() == s.channel_mems.size(), "oneDNN conv: ", s.channel_mems.size(),
+             " per-channel operands expected, got ", channel_operands.size());
+  for (size_t i = 0, b = 0; i < s.spec.post_ops.size(); ++i) {
+    if (!s.spec.post_ops[i].is_binary()) continue;
+    s.channel_mems[b].set_data_handle(const_cast<void*>(channel_operands[b]));
+    args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(int(i)) | DNNL_ARG_SRC_1] = s.channel_mems[b];
+    ++b;
+  }
+  s.conv.execute(s.stream, args);
+  if (!(s.y_mem == s.y_user)) s.y_out.execute(s.stream, s.y_mem, s.y_user);
+  s.stream.wait();
+}
+
+}  // namespace kiln::eager::onednn

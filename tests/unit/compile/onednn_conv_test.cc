@@ -1,0 +1,128 @@
+// oneDNN convs with their elementwise tails folded as post-ops (runtime/cpu_conv_plan.h), against
+// the interpreter at odd sizes: each tail a real model writes after a conv (relu, relu6 clamp,
+// batch norm's per-channel sub/mul/add, a residual add then relu, hardswish and silu as the ONNX
+// importer decomposes them, gelu), over 1x1, strided, dilated, grouped and depthwise convs with
+// channel counts that are not multiples of 16. Why: a folded tail bypasses the generated kernel;
+// only this proves the post-op list means what the kernel meant, and that explain says so.
+#include <gtest/gtest.h>
+
+#include "unit/compile/compile_test_util.h"
+
+namespace kiln::testing {
+namespace {
+
+using Dims = std::vector<int64_t>;
+
+struct Geometry {
+  const char* label;
+  Dims x, w, strides, pads, dilations;
+  int64_t groups;
+};
+
+const std::vector<Geometry> kGeometries = {
+    {"3x3 C5 K7", {2, 5, 11, 13}, {7, 5, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1},
+    {"1x1 C19 K21", {1, 19, 9, 7}, {21, 19, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1},
+    {"strided dilated asymmetric", {1, 6, 17, 15}, {10, 6, 3, 2}, {2, 1}, {1, 0, 2, 1}, {2, 1}, 1},
+    {"grouped 3", {1, 9, 10, 10}, {12, 3, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 3},
+    {"depthwise 5x5 s2", {1, 17, 13, 13}, {17, 1, 5, 5}, {2, 2}, {2, 2, 2, 2}, {1, 1}, 17},
+};
+
+enum class Tail { kRelu, kRelu6, kBatchNormRelu, kResidualRelu, kHardSwish, kSilu, kGelu, kNone };
+const char* tail_name(Tail t) {
+  const char* names[] = {"relu", "relu6", "batch norm + relu", "residual + relu", "hardswish", "silu", "gelu", "none"};
+  return names[int(t)];
+}
+
+// conv(x, w) + bias, then the tail; the weights are constants (reordered once), as in a model.
+std::unique_ptr<Graph> conv_tail_graph(const Geometry& c, Tail t, uint64_t seed) {
+  auto g = std::make_unique<Graph>("conv_tail");
+  Value* x = g->add_input("x", f32(to_shape(c.x)));
+  const int64_t o = c.w[0];
+  Value* w = g->constant(HostTensor::random(DType::F32, c.w, seed, -1, 1));
+  Value* b = g->constant(HostTensor::random(DType::F32, {o}, seed + 1, -1, 1));
+  Value* y = g->add(Op::Conv2d, {x, w, b},
+                    {{"strides", c.strides}, {"pads", c.pads}, {"dilations", c.dilations}, {"groups", c.groups}});
+  auto per_channel = [&](uint64_t s, double lo, double hi) {
+    return g->constant(HostTensor::random(DType::F32, {1, o, 1, 1}, s, lo, hi));
+  };
+  Value* out = y;
+  std::vector<Value*> extra_inputs;
+  switch (t) {
+    case Tail::kRelu: out = g->add(Op::Relu, {y}); break;
+    case Tail::kRelu6: out = g->add(Op::Clamp, {y}, {{"min", 0.0}, {"max", 6.0}}); break;
+    case Tail::kBatchNormRelu: {
+      Value* z = g->add(Op::Sub, {y, per_channel(seed + 2, -0.5, 0.5)});
+      z = g->add(Op::Add, {g->add(Op::Mul, {z, per_channel(seed + 3, 0.5, 2)}), per_channel(seed + 4, -1, 1)});
+      out = g->add(Op::Relu, {z});
+      break;
+    }
+    case Tail::kResidualRelu: {
+      Value* r = g->add_input("residual", f32(y->type.shape));
+      out = g->add(Op::Relu, {g->add(Op::Add, {y, r})});
+      break;
+    }
+    case Tail::kHardSwish: {  // as the ONNX importer writes HardSwish
+      Value* lin = g->add(Op::Add, {g->add(Op::Mul, {y, g->scalar(DType::F32, 1.0 / 6.0)}), g->scalar(DType::F32, 0.5)});
+      out = g->add(Op::Mul, {y, g->add(Op::Clamp, {lin}, {{"min", 0.0}, {"max", 1.0}})});
+      break;
+    }
+    case Tail::kSilu: out = g->add(Op::Mul, {y, g->add(Op::Sigmoid, {y})}); break;
+    case Tail::kGelu: out = g->add(Op::Gelu, {y}); break;
+    case Tail::kNone: break;
+  }
+  g->set_outputs({out});
+  return g;
+}
+
+TEST(OnednnConv, FoldedTailsMatchTheInterpreter) {
+  const std::vector<Tail> tails = {Tail::kRelu, Tail::kRelu6, Tail::kBatchNormRelu, Tail::kResidualRelu,
+                                   Tail::kHardSwish, Tail::kSilu, Tail::kGelu, Tail::kNone};
+  std::vector<std::unique_ptr<Graph>> graphs;
+  std::vector<const Graph*> ptrs;
+  std::vector<std::pair<const Geometry*, Tail>> cases;
+  uint64_t seed = 500;
+  for (const Geometry& c : kGeometries)
+    for (Tail t : tails) {
+      graphs.push_back(conv_tail_graph(c, t, seed += 10));
+      ptrs.push_back(graphs.back().get());
+      cases.push_back({&c, t});
+    }
+  auto exes = compile_batch(ptrs, test_options());
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const auto& [c, t] = cases[i];
+    const std::string label = std::string(c->label) + ", " + tail_name(t);
+    SCOPED_TRACE(label);
+    std::vector<HostTensor> in{HostTensor::random(DType::F32, c->x, 900 + i, -2, 2)};
+    for (size_t k = 1; k < graphs[i]->inputs().size(); ++k) {  // the residual
+      std::vector<int64_t> dims;
+      for (const SymInt& d : graphs[i]->inputs()[k]->type.shape) dims.push_back(d.constant());
+      in.push_back(HostTensor::random(DType::F32, dims, 1700 + i, -1, 1));
+    }
+    expect_matches_interpreter(*graphs[i], in, *exes[i], label);
+    expect_matches_interpreter(*graphs[i], in, *exes[i], label + " (second run: kept buffers)");
+    const std::string explain = exes[i]->explain();
+    EXPECT_NE(explain.find("oneDNN"), std::string::npos) << "the conv runs on oneDNN";
+    if (t != Tail::kNone)
+      EXPECT_NE(explain.find("[folded into the conv before it]"), std::string::npos)
+          << "the tail is folded as post-ops:\n" << explain.substr(0, explain.find("== Loop IR"));
+    Scoreboard sb;
+    exes[i]->run(in, &sb);
+    if (t != Tail::kNone) EXPECT_EQ(sb.kernels().size(), 1u) << "one step: the conv with its tail";
+  }
+}
+
+// The same graph without oneDNN runs the eager im2col kernel and its generated tail: the results
+// agree with the folded form, and explain names the choice.
+TEST(OnednnConv, OptionOffKeepsTheEagerKernel) {
+  auto g = conv_tail_graph(kGeometries[0], Tail::kHardSwish, 77);
+  CompileOptions off = test_options();
+  off.onednn = false;
+  auto exe = compile(*g, off);
+  std::vector<HostTensor> in{HostTensor::random(DType::F32, kGeometries[0].x, 78, -2, 2)};
+  expect_matches_interpreter(*g, in, *exe, "eager conv");
+  EXPECT_NE(exe->explain().find("eager im2col + OpenBLAS"), std::string::npos);
+  EXPECT_EQ(exe->explain().find("oneDNN"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kiln::testing
