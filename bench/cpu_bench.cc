@@ -5,7 +5,8 @@
 // launched, cold/warm compile times) and, with --json, one JSON object per line for
 // bench/cpu_report.py. Usage:
 //   kiln_cpu_bench [--threads N] [--repeats R] [--only name] [--models DIR] [--json FILE] [--portable]
-//                  [--steps]
+//                  [--steps] [--onnx FILE --label NAME [--dim name=value]...]
+// --onnx times one ONNX model (bench/cpu_models.py's real models) instead of the built-in workloads.
 // --steps also prints each compiled and eager step's median time (to stderr), slowest first: where
 // the time of a workload goes, without a trace viewer.
 #include <omp.h>
@@ -182,7 +183,8 @@ void print_steps(const std::string& title, int repeats, const std::function<void
 
 int main(int argc, char** argv) {
   int threads = 2, repeats = 7;
-  std::string only, models_dir = ".cache/models", json_path;
+  std::string only, models_dir = ".cache/models", json_path, onnx_path, label;
+  std::map<std::string, int64_t> onnx_dims;
   bool portable = false, steps = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -204,9 +206,16 @@ int main(int argc, char** argv) {
     else if (a == "--only" && has_value) only = argv[++i];
     else if (a == "--models" && has_value) models_dir = argv[++i];
     else if (a == "--json" && has_value) json_path = argv[++i];
+    else if (a == "--onnx" && has_value) onnx_path = argv[++i];
+    else if (a == "--label" && has_value) label = argv[++i];
+    else if (a == "--dim" && has_value && std::strchr(argv[i + 1], '=')) {
+      std::string kv = argv[++i];
+      onnx_dims[kv.substr(0, kv.find('='))] = std::atoll(kv.c_str() + kv.find('=') + 1);
+    }
     else {
       std::fprintf(stderr, "kiln_cpu_bench: unknown or incomplete option '%s'\nusage: kiln_cpu_bench [--threads N] "
-                   "[--repeats R] [--only name] [--models DIR] [--json FILE] [--portable] [--steps]\n", a.c_str());
+                   "[--repeats R] [--only name] [--models DIR] [--json FILE] [--portable] [--steps] "
+                   "[--onnx FILE --label NAME [--dim name=value]...]\n", a.c_str());
       return 2;
     }
   }
@@ -235,8 +244,12 @@ int main(int argc, char** argv) {
   std::vector<Workload> ws;
   auto wanted = [&](const std::string& name) { return only.empty() || name.find(only) != std::string::npos; };
   // Only the wanted workloads are built: the chains alone allocate half a gigabyte of inputs.
+  if (!onnx_path.empty()) {
+    ws.push_back(onnx_model(label.empty() ? onnx_path : label, onnx_path, onnx_dims));
+    only = ws.back().name;
+  }
   for (int c : {1, 2, 4, 8})
-    if (wanted(str("chain", c, " 32M f32"))) ws.push_back(chain(c));
+    if (onnx_path.empty() && wanted(str("chain", c, " 32M f32"))) ws.push_back(chain(c));
   if (wanted("softmax 4096x4096")) ws.push_back(norm(Op::Softmax));
   if (wanted("layer_norm 4096x4096")) ws.push_back(norm(Op::LayerNorm));
   if (wanted("gelu(x@W+b) 1024x1024x4096")) ws.push_back(gelu_mlp());
@@ -246,7 +259,7 @@ int main(int argc, char** argv) {
   for (auto [label, file, dims] : {std::tuple<std::string, std::string, std::map<std::string, int64_t>>{
                                        "resnet18 1x3x64x64 (onnx)", "resnet18/model.onnx", {}},
                                    {"minilm_l6 8x128 (onnx)", "minilm_l6/model.onnx", {{"batch", 8}, {"seq", 128}}}}) {
-    if (!wanted(label)) continue;
+    if (!onnx_path.empty() || !wanted(label)) continue;
     if (!fs::exists(fs::path(models_dir) / file)) {
       std::cerr << "skipping " << label << ": no " << (fs::path(models_dir) / file).string()
                 << " (make it with .venv/bin/python scripts/gen_models.py)\n";

@@ -42,9 +42,9 @@ struct CompileOptions {
   // Compile cache directory; empty = $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln.
   std::string cache_dir;
   bool use_cache = true;
-  // CPU: conv2d steps run on oneDNN with their elementwise tails fused as post-ops
-  // (runtime/cpu_conv_plan.h); false (or KILN_ONEDNN=0 in the environment) keeps the eager
-  // im2col + OpenBLAS kernel.
+  // CPU: conv2d and matmul steps run on oneDNN with their elementwise tails fused as post-ops
+  // (runtime/onednn_plan.h); false (or KILN_ONEDNN=0 in the environment) keeps the eager
+  // im2col + OpenBLAS and OpenBLAS kernels.
   bool onednn = true;
 };
 

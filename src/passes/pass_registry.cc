@@ -1,4 +1,5 @@
 // Creates passes by name from passes.def.
+#include "passes/activation_recognition.h"
 #include "passes/algebraic_simplification.h"
 #include "passes/broadcast_canonicalization.h"
 #include "passes/common_subexpression_elimination.h"

@@ -12,6 +12,7 @@ const Pipeline& default_pipeline() {
            {"constant-folding", "folds the constants shape folding exposed, and weight transforms"},
            {"algebraic-simplification", "removes identities, which exposes more CSE and folding"},
            {"cse", "after simplification, equal expressions are spelled the same way"},
+           {"activation-recognition", "after CSE, an expansion reads one x (not equal copies of it)"},
            {"dce", "collects what the rewrites above left unread"},
        },
        /*to_fixed_point=*/true, 10},

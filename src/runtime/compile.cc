@@ -205,13 +205,13 @@ std::shared_ptr<runtime::CompiledExecutable> lower_graph(const Graph& input, con
   return exe;
 }
 
-// The CPU's library choices that depend on the lowered program: oneDNN convs and their folded
-// elementwise tails.
+// The CPU's library choices that depend on the lowered program: oneDNN convs and matmuls and their
+// folded elementwise tails.
 void plan_library_steps(runtime::CompiledExecutable& exe) {
   const char* env = std::getenv("KILN_ONEDNN");
   if (!exe.options.onednn || (env && std::string(env) == "0")) return;
-  exe.conv_plans = runtime::plan_onednn_convs(exe);
-  for (const auto& [step, plan] : exe.conv_plans)
+  exe.onednn_plans = runtime::plan_onednn_steps(exe);
+  for (const auto& [step, plan] : exe.onednn_plans)
     if (plan.folded_step >= 0) exe.folded_steps.insert(size_t(plan.folded_step));
 }
 

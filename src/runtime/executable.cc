@@ -127,34 +127,39 @@ std::vector<HostTensor> CompiledExecutable::run(const std::vector<HostTensor>& i
     KernelRecord rec;
     rec.name = step.name;
     rec.source_ops = step.source_ops;
-    if (folded_steps.count(step_index)) continue;  // run by the conv before it as post-ops
-    if (auto plan = conv_plans.find(step_index); plan != conv_plans.end()) {
-      const ConvStepPlan& cp = plan->second;
-      const Node& conv = *step.node;
+    if (folded_steps.count(step_index)) continue;  // run by the oneDNN primitive before it as post-ops
+    if (auto plan = onednn_plans.find(step_index); plan != onednn_plans.end()) {
+      const OnednnStepPlan& op = plan->second;
+      const Node& node = *step.node;
       auto raw = [&](const Value* v) { return const_cast<const void*>(tensor_of(v).raw()); };
-      std::vector<const void*> channel;
-      for (const Value* v : cp.channel_operands) channel.push_back(pointer_of(schedule.storage_of(v)));
-      const void* bias = conv.inputs.size() > 2 && conv.inputs[2] ? raw(conv.inputs[2]) : nullptr;
-      const void* sum = cp.sum_operand ? pointer_of(schedule.storage_of(cp.sum_operand)) : nullptr;
-      void* y = pointer_of(cp.out);
-      const void* x = raw(conv.inputs[0]);
-      const void* w = raw(conv.inputs[1]);
+      std::vector<const void*> broadcast;
+      for (const Value* v : op.broadcast_operands) broadcast.push_back(pointer_of(schedule.storage_of(v)));
+      const void* sum = op.sum_operand ? pointer_of(schedule.storage_of(op.sum_operand)) : nullptr;
+      void* y = pointer_of(op.out);
+      const void* x = raw(node.inputs[0]);
+      const void* w = raw(node.inputs[1]);
       const Clock::time_point t0 = Clock::now();
-      cp.conv->run(x, w, bias, channel, sum, y);
+      if (op.conv) {
+        const void* bias = node.inputs.size() > 2 && node.inputs[2] ? raw(node.inputs[2]) : nullptr;
+        op.conv->run(x, w, bias, broadcast, sum, y);
+      } else {
+        op.matmul->run(x, w, broadcast, sum, y);
+      }
       rec.time_us = micros(t0, Clock::now());
-      if (cp.folded_step >= 0) {
-        rec.name += "+" + steps[size_t(cp.folded_step)].name;
-        for (const std::string& op : steps[size_t(cp.folded_step)].source_ops) rec.source_ops.push_back(op);
+      if (op.folded_step >= 0) {
+        rec.name += "+" + steps[size_t(op.folded_step)].name;
+        for (const std::string& src : steps[size_t(op.folded_step)].source_ops) rec.source_ops.push_back(src);
       }
       ++run_stats.library_steps;
-      for (const Value* v : conv.inputs)
+      for (const Value* v : node.inputs)
         if (v) rec.bytes_read += value_bytes(v, bindings);
-      for (const Value* v : cp.channel_operands) rec.bytes_read += value_bytes(v, bindings);
-      if (cp.sum_operand) rec.bytes_read += value_bytes(cp.sum_operand, bindings);
-      rec.bytes_written = value_bytes(cp.out, bindings);
-      const Shape& ws = conv.inputs[1]->type.shape;
-      rec.flops = 2.0 * double(cp.out->type.numel().evaluate(bindings)) *
-                  double((ws[1] * ws[2] * ws[3]).evaluate(bindings));
+      for (const Value* v : op.broadcast_operands) rec.bytes_read += value_bytes(v, bindings);
+      if (op.sum_operand) rec.bytes_read += value_bytes(op.sum_operand, bindings);
+      rec.bytes_written = value_bytes(op.out, bindings);
+      // conv: 2 * outputs * (C/groups * kH * kW); matmul: 2 * outputs * K.
+      const Shape& ws = node.inputs[1]->type.shape;
+      const SymInt reduced = op.conv ? ws[1] * ws[2] * ws[3] : node.inputs[0]->type.shape.back();
+      rec.flops = 2.0 * double(op.out->type.numel().evaluate(bindings)) * double(reduced.evaluate(bindings));
       kernel_total_us += rec.time_us;
       if (sb) sb->add(std::move(rec));
       continue;
@@ -244,9 +249,11 @@ std::string CompiledExecutable::explain() const {
   for (size_t i = 0; i < steps.size(); ++i) {
     const Step& s = steps[i];
     os << "  " << s.name << (s.library ? "  [library call]" : "");
-    if (auto plan = conv_plans.find(i); plan != conv_plans.end()) os << "  " << plan->second.note;
+    if (auto plan = onednn_plans.find(i); plan != onednn_plans.end()) os << "  " << plan->second.note;
     else if (s.library && !s.host && s.node->op == Op::Conv2d) os << "  eager im2col + OpenBLAS";
-    if (folded_steps.count(i)) os << "  [folded into the conv before it]";
+    else if (s.library && !s.host && s.node->op == Op::MatMul) os << "  eager OpenBLAS";
+    if (folded_steps.count(i))
+      os << "  [folded into the " << (steps[i - 1].node->op == Op::Conv2d ? "conv" : "matmul") << " before it]";
     os << "\n";
   }
   os << "\n== Loop IR ==\n";

@@ -17,7 +17,7 @@
 #include "lower/lower_group.h"
 #include "lower/memory_plan.h"
 #include "lower/program.h"
-#include "runtime/cpu_conv_plan.h"
+#include "runtime/onednn_plan.h"
 
 namespace kiln::runtime {
 
@@ -41,8 +41,8 @@ class CompiledExecutable : public Executable, public lower::Program {
   std::string compiler_command;
   CompileStats stats_;
   std::string source_;
-  std::map<size_t, ConvStepPlan> conv_plans;  // conv steps on oneDNN, by step index
-  std::set<size_t> folded_steps;              // kernel steps a conv plan runs as post-ops
+  std::map<size_t, OnednnStepPlan> onednn_plans;  // conv and matmul steps on oneDNN, by step index
+  std::set<size_t> folded_steps;                  // kernel steps a oneDNN plan runs as post-ops
 
  private:
   const lower::MemoryPlan& plan_for(const std::vector<int64_t>& syms,

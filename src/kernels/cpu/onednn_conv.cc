@@ -7,90 +7,26 @@
 #include <cstring>
 #include <unordered_map>
 
-#include <oneapi/dnnl/dnnl.hpp>
-
+#include "kernels/cpu/onednn_common.h"
 #include "kiln/error.h"
 
 namespace kiln::eager::onednn {
 
-namespace {
-
 using dnnl::memory;
 using tag = memory::format_tag;
 
-const dnnl::engine& cpu_engine() {
-  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-
-memory::data_type data_type_of(DType d) { return d == DType::BF16 ? memory::data_type::bf16 : memory::data_type::f32; }
+namespace {
 
 memory::dims dims4(const int64_t* d) { return {d[0], d[1], d[2], d[3]}; }
 
-dnnl::algorithm eltwise_algorithm(PostOp::Kind k) {
-  switch (k) {
-    case PostOp::kRelu: return dnnl::algorithm::eltwise_relu;
-    case PostOp::kClip: return dnnl::algorithm::eltwise_clip_v2;
-    case PostOp::kLinear: return dnnl::algorithm::eltwise_linear;
-    case PostOp::kLogistic: return dnnl::algorithm::eltwise_logistic;
-    case PostOp::kTanh: return dnnl::algorithm::eltwise_tanh;
-    case PostOp::kExp: return dnnl::algorithm::eltwise_exp;
-    case PostOp::kAbs: return dnnl::algorithm::eltwise_abs;
-    case PostOp::kSqrt: return dnnl::algorithm::eltwise_sqrt;
-    case PostOp::kGeluErf: return dnnl::algorithm::eltwise_gelu_erf;
-    case PostOp::kGeluTanh: return dnnl::algorithm::eltwise_gelu_tanh;
-    case PostOp::kSwish: return dnnl::algorithm::eltwise_swish;
-    case PostOp::kHardSwish: return dnnl::algorithm::eltwise_hardswish;
-    default: return dnnl::algorithm::undef;
-  }
-}
-
-dnnl::algorithm binary_algorithm(PostOp::Kind k) {
-  switch (k) {
-    case PostOp::kBinaryAdd: return dnnl::algorithm::binary_add;
-    case PostOp::kBinarySub: return dnnl::algorithm::binary_sub;
-    case PostOp::kBinaryMul: return dnnl::algorithm::binary_mul;
-    case PostOp::kBinaryDiv: return dnnl::algorithm::binary_div;
-    case PostOp::kBinaryMax: return dnnl::algorithm::binary_max;
-    case PostOp::kBinaryMin: return dnnl::algorithm::binary_min;
-    default: return dnnl::algorithm::undef;
-  }
-}
-
 }  // namespace
 
-std::string post_op_name(const PostOp& p) {
-  switch (p.kind) {
-    case PostOp::kRelu: return "relu";
-    case PostOp::kClip: return str("clip(", p.alpha, ", ", p.beta, ")");
-    case PostOp::kLinear: return str("linear(", p.alpha, "x + ", p.beta, ")");
-    case PostOp::kLogistic: return "sigmoid";
-    case PostOp::kTanh: return "tanh";
-    case PostOp::kExp: return "exp";
-    case PostOp::kAbs: return "abs";
-    case PostOp::kSqrt: return "sqrt";
-    case PostOp::kGeluErf: return "gelu";
-    case PostOp::kGeluTanh: return "gelu(tanh)";
-    case PostOp::kSwish: return "silu";
-    case PostOp::kHardSwish: return "hardswish";
-    case PostOp::kBinaryAdd: return "add per channel";
-    case PostOp::kBinarySub: return "sub per channel";
-    case PostOp::kBinaryMul: return "mul per channel";
-    case PostOp::kBinaryDiv: return "div per channel";
-    case PostOp::kBinaryMax: return "max per channel";
-    case PostOp::kBinaryMin: return "min per channel";
-    case PostOp::kSum: return p.alpha == 1 ? "residual add" : str("residual add x", p.alpha);
-  }
-  return "?";
-}
-
 bool supports(const ConvSpec& spec) {
-  if (spec.dtype != DType::F32 && spec.dtype != DType::BF16) return false;
+  if (!supports_dtype(spec.dtype)) return false;
   if (spec.groups < 1 || spec.x[1] % spec.groups != 0 || spec.y[1] % spec.groups != 0) return false;
   for (int i = 0; i < 4; ++i)
     if (spec.x[i] <= 0 || spec.w[i] <= 0 || spec.y[i] <= 0) return false;
-  // bf16 needs AVX-512 (oneDNN emulates it on avx512_core) or AVX2 with vnni-bf16 kernels.
-  return spec.dtype == DType::F32 || dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx512_core;
+  return true;
 }
 
 struct PreparedConv::State {
@@ -121,15 +57,9 @@ PreparedConv::PreparedConv(const ConvSpec& spec) : s_(std::make_unique<State>())
   memory::desc x_any(dims4(spec.x), dt, tag::any), y_any(dims4(spec.y), dt, tag::any), w_any(wdims, dt, tag::any);
   memory::desc bias_md({spec.y[1]}, dt, tag::x);
 
-  dnnl::post_ops ops;
   memory::desc channel_md({1, spec.y[1], 1, 1}, dt, tag::nchw);
-  for (const PostOp& p : spec.post_ops) {
-    if (p.kind == PostOp::kSum) ops.append_sum(p.alpha);
-    else if (p.is_binary()) ops.append_binary(binary_algorithm(p.kind), channel_md);
-    else ops.append_eltwise(1.0f, eltwise_algorithm(p.kind), p.alpha, p.beta);
-  }
   dnnl::primitive_attr attr;
-  attr.set_post_ops(ops);
+  attr.set_post_ops(make_post_ops(spec.post_ops, channel_md));
   const memory::dims strides{spec.strides[0], spec.strides[1]};
   const memory::dims dilations{spec.dilations[0] - 1, spec.dilations[1] - 1};
   const memory::dims pad_l{spec.pads[0], spec.pads[1]}, pad_r{spec.pads[2], spec.pads[3]};

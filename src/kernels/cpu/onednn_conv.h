@@ -11,23 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/onednn_post_ops.h"
 #include "kiln/dtype.h"
 
 namespace kiln::eager::onednn {
 
-// One fused post-op, applied in order to the conv's result (bias included).
-struct PostOp {
-  enum Kind {
-    kRelu, kClip, kLinear,  // clip: [alpha, beta]; linear: alpha * x + beta
-    kLogistic, kTanh, kExp, kAbs, kSqrt, kGeluErf, kGeluTanh, kSwish, kHardSwish,
-    kBinaryAdd, kBinarySub, kBinaryMul, kBinaryDiv, kBinaryMax, kBinaryMin,  // with a per-channel operand
-    kSum,  // += a tensor of the output's shape (scale alpha)
-  } kind;
-  float alpha = 0, beta = 0;
-  bool is_binary() const { return kind >= kBinaryAdd && kind <= kBinaryMin; }
-};
-
-std::string post_op_name(const PostOp& p);
 
 struct ConvSpec {
   DType dtype = DType::F32;                 // f32 or bf16 (x, w, bias, y and operands alike)

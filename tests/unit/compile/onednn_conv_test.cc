@@ -1,11 +1,12 @@
-// oneDNN convs with their elementwise tails folded as post-ops (runtime/cpu_conv_plan.h), against
+// oneDNN convs with their elementwise tails folded as post-ops (runtime/onednn_plan.h), against
 // the interpreter at odd sizes: each tail a real model writes after a conv (relu, relu6 clamp,
 // batch norm's per-channel sub/mul/add, a residual add then relu, hardswish and silu as the ONNX
 // importer decomposes them, gelu), over 1x1, strided, dilated, grouped and depthwise convs with
-// channel counts that are not multiples of 16. Why: a folded tail bypasses the generated kernel;
+// channel counts that are not multiples of 16, in f32 and bf16. Why: a folded tail bypasses the generated kernel;
 // only this proves the post-op list means what the kernel meant, and that explain says so.
 #include <gtest/gtest.h>
 
+#include "kernels/cpu/onednn_common.h"
 #include "unit/compile/compile_test_util.h"
 
 namespace kiln::testing {
@@ -34,16 +35,16 @@ const char* tail_name(Tail t) {
 }
 
 // conv(x, w) + bias, then the tail; the weights are constants (reordered once), as in a model.
-std::unique_ptr<Graph> conv_tail_graph(const Geometry& c, Tail t, uint64_t seed) {
+std::unique_ptr<Graph> conv_tail_graph(const Geometry& c, Tail t, uint64_t seed, DType dt = DType::F32) {
   auto g = std::make_unique<Graph>("conv_tail");
-  Value* x = g->add_input("x", f32(to_shape(c.x)));
+  Value* x = g->add_input("x", typed(dt, to_shape(c.x)));
   const int64_t o = c.w[0];
-  Value* w = g->constant(HostTensor::random(DType::F32, c.w, seed, -1, 1));
-  Value* b = g->constant(HostTensor::random(DType::F32, {o}, seed + 1, -1, 1));
+  Value* w = g->constant(HostTensor::random(dt, c.w, seed, -1, 1));
+  Value* b = g->constant(HostTensor::random(dt, {o}, seed + 1, -1, 1));
   Value* y = g->add(Op::Conv2d, {x, w, b},
                     {{"strides", c.strides}, {"pads", c.pads}, {"dilations", c.dilations}, {"groups", c.groups}});
   auto per_channel = [&](uint64_t s, double lo, double hi) {
-    return g->constant(HostTensor::random(DType::F32, {1, o, 1, 1}, s, lo, hi));
+    return g->constant(HostTensor::random(dt, {1, o, 1, 1}, s, lo, hi));
   };
   Value* out = y;
   std::vector<Value*> extra_inputs;
@@ -57,12 +58,12 @@ std::unique_ptr<Graph> conv_tail_graph(const Geometry& c, Tail t, uint64_t seed)
       break;
     }
     case Tail::kResidualRelu: {
-      Value* r = g->add_input("residual", f32(y->type.shape));
+      Value* r = g->add_input("residual", typed(dt, y->type.shape));
       out = g->add(Op::Relu, {g->add(Op::Add, {y, r})});
       break;
     }
     case Tail::kHardSwish: {  // as the ONNX importer writes HardSwish
-      Value* lin = g->add(Op::Add, {g->add(Op::Mul, {y, g->scalar(DType::F32, 1.0 / 6.0)}), g->scalar(DType::F32, 0.5)});
+      Value* lin = g->add(Op::Add, {g->add(Op::Mul, {y, g->scalar(dt, 1.0 / 6.0)}), g->scalar(dt, 0.5)});
       out = g->add(Op::Mul, {y, g->add(Op::Clamp, {lin}, {{"min", 0.0}, {"max", 1.0}})});
       break;
     }
@@ -74,29 +75,27 @@ std::unique_ptr<Graph> conv_tail_graph(const Geometry& c, Tail t, uint64_t seed)
   return g;
 }
 
-TEST(OnednnConv, FoldedTailsMatchTheInterpreter) {
-  const std::vector<Tail> tails = {Tail::kRelu, Tail::kRelu6, Tail::kBatchNormRelu, Tail::kResidualRelu,
-                                   Tail::kHardSwish, Tail::kSilu, Tail::kGelu, Tail::kNone};
+void check_all(DType dt, const std::vector<Tail>& tails) {
   std::vector<std::unique_ptr<Graph>> graphs;
   std::vector<const Graph*> ptrs;
   std::vector<std::pair<const Geometry*, Tail>> cases;
   uint64_t seed = 500;
   for (const Geometry& c : kGeometries)
     for (Tail t : tails) {
-      graphs.push_back(conv_tail_graph(c, t, seed += 10));
+      graphs.push_back(conv_tail_graph(c, t, seed += 10, dt));
       ptrs.push_back(graphs.back().get());
       cases.push_back({&c, t});
     }
   auto exes = compile_batch(ptrs, test_options());
   for (size_t i = 0; i < cases.size(); ++i) {
     const auto& [c, t] = cases[i];
-    const std::string label = std::string(c->label) + ", " + tail_name(t);
+    const std::string label = str(c->label, ", ", tail_name(t), ", ", dtype_name(dt));
     SCOPED_TRACE(label);
-    std::vector<HostTensor> in{HostTensor::random(DType::F32, c->x, 900 + i, -2, 2)};
+    std::vector<HostTensor> in{HostTensor::random(dt, c->x, 900 + i, -2, 2)};
     for (size_t k = 1; k < graphs[i]->inputs().size(); ++k) {  // the residual
       std::vector<int64_t> dims;
       for (const SymInt& d : graphs[i]->inputs()[k]->type.shape) dims.push_back(d.constant());
-      in.push_back(HostTensor::random(DType::F32, dims, 1700 + i, -1, 1));
+      in.push_back(HostTensor::random(dt, dims, 1700 + i, -1, 1));
     }
     expect_matches_interpreter(*graphs[i], in, *exes[i], label);
     expect_matches_interpreter(*graphs[i], in, *exes[i], label + " (second run: kept buffers)");
@@ -109,6 +108,16 @@ TEST(OnednnConv, FoldedTailsMatchTheInterpreter) {
     exes[i]->run(in, &sb);
     if (t != Tail::kNone) EXPECT_EQ(sb.kernels().size(), 1u) << "one step: the conv with its tail";
   }
+}
+
+TEST(OnednnConv, FoldedTailsMatchTheInterpreter) {
+  check_all(DType::F32, {Tail::kRelu, Tail::kRelu6, Tail::kBatchNormRelu, Tail::kResidualRelu, Tail::kHardSwish,
+                         Tail::kSilu, Tail::kGelu, Tail::kNone});
+}
+
+TEST(OnednnConv, FoldedTailsMatchTheInterpreterBF16) {
+  if (!eager::onednn::supports_dtype(DType::BF16)) GTEST_SKIP() << "oneDNN has no bf16 on this CPU (needs AVX-512)";
+  check_all(DType::BF16, {Tail::kRelu, Tail::kBatchNormRelu, Tail::kResidualRelu, Tail::kHardSwish, Tail::kNone});
 }
 
 // The same graph without oneDNN runs the eager im2col kernel and its generated tail: the results

@@ -1,8 +1,9 @@
-// Planning oneDNN convs and their folded epilogues (see cpu_conv_plan.h).
-#include "runtime/cpu_conv_plan.h"
+// Planning oneDNN convs and matmuls and their folded epilogues (see onednn_plan.h).
+#include "runtime/onednn_plan.h"
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <optional>
 #include <set>
 
@@ -30,7 +31,10 @@ const Value* contiguous_storage(const lower::Program& p, const Value* v) {
   return root;
 }
 
-// [C], [C,1,1] or [1,C,1,1] (any leading 1s): one value per output channel.
+// Whether an operand is one value per output channel (conv) or per output column (matmul).
+using BroadcastTest = std::function<bool(const Value*)>;
+
+// [C], [C,1,1] or [1,C,1,1] (any leading 1s): one value per output channel of an NCHW conv.
 bool is_per_channel(const Value* x, int64_t channels) {
   const Shape& s = x->type.shape;
   if (s.size() < 1 || s.size() > 4 || !x->type.is_static()) return false;
@@ -42,6 +46,15 @@ bool is_per_channel(const Value* x, int64_t channels) {
     if (s[i].constant() != want) return false;
   }
   return true;
+}
+
+// [N] or [1, ..., 1, N] (no more dims than the output): one value per column of a matmul's output.
+bool is_per_column(const Value* x, const Value* y) {
+  const Shape& s = x->type.shape;
+  if (s.empty() || s.size() > y->type.shape.size() || !x->type.is_static()) return false;
+  for (size_t i = 0; i + 1 < s.size(); ++i)
+    if (s[i].constant() != 1) return false;
+  return s.back().constant() == y->type.shape.back().constant();
 }
 
 bool unary_post_op(const Node& n, PostOp* op) {
@@ -90,11 +103,16 @@ bool channel_post_op(Op op, PostOp* out) {
 
 bool commutes(Op op) { return op == Op::Add || op == Op::Mul || op == Op::Maximum || op == Op::Minimum; }
 
-bool near(float a, double b) { return std::fabs(double(a) - b) <= 1e-6 * std::max(1.0, std::fabs(b)); }
+// Equal up to the rounding of a constant stored in `dt` (bf16 keeps 8 significant bits: 1/6 is
+// 0.16699 there, and means 1/6).
+bool near(float a, double b, DType dt) {
+  const double tol = dt == DType::BF16 ? 1.0 / 256 : dt == DType::F16 ? 1.0 / 2048 : 1e-6;
+  return std::fabs(double(a) - b) <= tol * std::max(1.0, std::fabs(b));
+}
 
 // x * g(x), where `tail` are the post-ops that computed g from x: silu (g = sigmoid) or hardswish
 // (g = clip(x/6 + 1/2, 0, 1), as the ONNX importer writes it).
-std::optional<PostOp> self_product(const std::vector<PostOp>& tail) {
+std::optional<PostOp> self_product(const std::vector<PostOp>& tail, DType dt) {
   if (tail.size() == 1 && tail[0].kind == PostOp::kLogistic) return PostOp{PostOp::kSwish, 1.0f, 0.0f};
   if (tail.empty() || tail.back().kind != PostOp::kClip || tail.back().alpha != 0 || tail.back().beta != 1)
     return std::nullopt;
@@ -104,17 +122,19 @@ std::optional<PostOp> self_product(const std::vector<PostOp>& tail) {
     a = a * tail[i].alpha;
     b = b * tail[i].alpha + tail[i].beta;
   }
-  if (near(float(a), 1.0 / 6.0) && near(float(b), 0.5)) return PostOp{PostOp::kHardSwish};
+  if (near(float(a), 1.0 / 6.0, dt) && near(float(b), 0.5, dt)) return PostOp{PostOp::kHardSwish};
   return std::nullopt;
 }
 
-// The kernel step right after the conv, when it is exactly an elementwise tail oneDNN can apply.
-bool match_epilogue(const lower::Program& p, size_t conv_step, ConvStepPlan* plan, std::string* why) {
-  const Node& conv = *p.steps[conv_step].node;
-  const Value* y = conv.outputs[0];
-  const size_t k = conv_step + 1;
+// The kernel step right after the conv or matmul, when it is exactly an elementwise tail oneDNN
+// can apply; `broadcast` tells the operands a binary post-op can read.
+bool match_epilogue(const lower::Program& p, size_t prim_step, const BroadcastTest& broadcast, OnednnStepPlan* plan,
+                    std::string* why) {
+  const Node& prim = *p.steps[prim_step].node;
+  const Value* y = prim.outputs[0];
+  const size_t k = prim_step + 1;
   if (k >= p.steps.size() || p.steps[k].library) return *why = "no kernel follows", false;
-  if (p.graph->is_output(y)) return *why = "the conv's output is a graph output", false;
+  if (p.graph->is_output(y)) return *why = "its output is a graph output", false;
   const lower::FusionGroup& grp = p.schedule.groups[k];
   if (grp.outputs.size() != 1) return *why = "the next kernel has several outputs", false;
   std::set<const Node*> members(grp.nodes.begin(), grp.nodes.end());
@@ -148,7 +168,7 @@ bool match_epilogue(const lower::Program& p, size_t conv_step, ConvStepPlan* pla
           !(n->inputs[0] == n->inputs[1])) {
         const int e = n->inputs[0] == cur ? ib : ia;  // x in x * g(x)
         std::vector<PostOp> tail(ops.begin() + long(post_ops_at[size_t(e)]), ops.end());
-        std::optional<PostOp> fused = self_product(tail);
+        std::optional<PostOp> fused = self_product(tail, y->type.dtype);
         if (!fused) return *why = str(n->describe(), ": a product of two tail values oneDNN has no form for"), false;
         // g's chain values must be read by nothing but the chain.
         ops.resize(post_ops_at[size_t(e)]);
@@ -156,7 +176,7 @@ bool match_epilogue(const lower::Program& p, size_t conv_step, ConvStepPlan* pla
       } else if ((ia == int(chain.size()) - 1) != (ib == int(chain.size()) - 1) && chain_index(other) < 0) {
         if (std::optional<double> c = scalar_constant(other); c && scalar_post_op(n->op, cur_first, *c, &op)) {
           ops.push_back(op);
-        } else if (is_per_channel(other, channels) && (cur_first || commutes(n->op)) && channel_post_op(n->op, &op) &&
+        } else if (broadcast(other) && (cur_first || commutes(n->op)) && channel_post_op(n->op, &op) &&
                    contiguous_storage(p, other)) {
           ops.push_back(op);
           operands.push_back(other);
@@ -184,12 +204,12 @@ bool match_epilogue(const lower::Program& p, size_t conv_step, ConvStepPlan* pla
   plan->folded_step = int(k);
   plan->out = chain.back();
   plan->post_ops = ops;
-  plan->channel_operands = operands;
+  plan->broadcast_operands = operands;
   plan->sum_operand = sum;
   return true;
 }
 
-std::optional<eager::onednn::ConvSpec> spec_of(const Node& conv) {
+std::optional<eager::onednn::ConvSpec> conv_spec_of(const Node& conv) {
   const Value* x = conv.inputs[0];
   const Value* w = conv.inputs[1];
   const Value* y = conv.outputs[0];
@@ -217,43 +237,104 @@ std::optional<eager::onednn::ConvSpec> spec_of(const Node& conv) {
   return s;
 }
 
+// A [.., m, k] @ [.., k, n] product oneDNN runs: B shared by every batch entry (its batch dims all
+// 1, A's folded into m), or A and B with the same batch dims. Other broadcasts stay on OpenBLAS.
+std::optional<eager::onednn::MatmulSpec> matmul_spec_of(const Node& mm) {
+  const Value* a = mm.inputs[0];
+  const Value* b = mm.inputs[1];
+  const Value* y = mm.outputs[0];
+  if (!a->type.is_static() || !b->type.is_static() || !y->type.is_static()) return std::nullopt;
+  const Shape &as = a->type.shape, &bs = b->type.shape;
+  if (as.size() < 2 || bs.size() < 2) return std::nullopt;
+  eager::onednn::MatmulSpec s;
+  s.dtype = y->type.dtype;
+  if (a->type.dtype != s.dtype || b->type.dtype != s.dtype) return std::nullopt;
+  s.m = as[as.size() - 2].constant();
+  s.k = as.back().constant();
+  s.n = bs.back().constant();
+  int64_t a_batch = 1, b_batch = 1;
+  for (size_t i = 0; i + 2 < as.size(); ++i) a_batch *= as[i].constant();
+  for (size_t i = 0; i + 2 < bs.size(); ++i) b_batch *= bs[i].constant();
+  if (b_batch == 1) {
+    s.shared_b = true;
+    s.batch = a_batch;
+  } else if (as.size() == bs.size() && std::equal(as.begin(), as.end() - 2, bs.begin())) {
+    s.shared_b = false;
+    s.batch = a_batch;
+  } else {
+    return std::nullopt;
+  }
+  if (!eager::onednn::supports(s)) return std::nullopt;
+  return s;
+}
+
+const Value* constant_operand(const Value* v) {
+  return v->producer && v->producer->op == Op::Constant ? v : nullptr;
+}
+
+// Builds the primitive for `node` with `post_ops` (throws kiln::Error when oneDNN has none).
+void prepare(const Node& node, const eager::onednn::ConvSpec* conv, const eager::onednn::MatmulSpec* mm,
+             const std::vector<PostOp>& post_ops, OnednnStepPlan* plan) {
+  const Value* w = node.inputs[1];
+  if (conv) {
+    eager::onednn::ConvSpec spec = *conv;
+    spec.post_ops = post_ops;
+    plan->conv = std::make_shared<eager::onednn::PreparedConv>(spec);
+    if (constant_operand(w)) plan->conv->set_constant_weights(w->producer->attrs.get_tensor("value").raw());
+  } else {
+    eager::onednn::MatmulSpec spec = *mm;
+    spec.post_ops = post_ops;
+    plan->matmul = std::make_shared<eager::onednn::PreparedMatmul>(spec, constant_operand(w) != nullptr);
+    if (constant_operand(w)) plan->matmul->set_constant_weights(w->producer->attrs.get_tensor("value").raw());
+  }
+}
+
 }  // namespace
 
-std::map<size_t, ConvStepPlan> plan_onednn_convs(lower::Program& p) {
-  std::map<size_t, ConvStepPlan> plans;
+std::map<size_t, OnednnStepPlan> plan_onednn_steps(lower::Program& p) {
+  std::map<size_t, OnednnStepPlan> plans;
   for (size_t k = 0; k < p.steps.size(); ++k) {
     const lower::ProgramStep& step = p.steps[k];
-    if (!step.library || step.host || step.node->op != Op::Conv2d) continue;
-    std::optional<eager::onednn::ConvSpec> spec = spec_of(*step.node);
-    if (!spec) continue;
-    ConvStepPlan plan;
+    if (!step.library || step.host) continue;
+    const Node& node = *step.node;
+    std::optional<eager::onednn::ConvSpec> conv;
+    std::optional<eager::onednn::MatmulSpec> mm;
+    BroadcastTest broadcast;
+    const Value* y = node.outputs[0];
+    if (node.op == Op::Conv2d && (conv = conv_spec_of(node))) {
+      const int64_t channels = conv->y[1];
+      broadcast = [channels](const Value* x) { return is_per_channel(x, channels); };
+    } else if (node.op == Op::MatMul && (mm = matmul_spec_of(node))) {
+      broadcast = [y](const Value* x) { return is_per_column(x, y); };
+    } else {
+      continue;
+    }
+    const eager::onednn::ConvSpec* cs = conv ? &*conv : nullptr;
+    const eager::onednn::MatmulSpec* ms = mm ? &*mm : nullptr;
+    OnednnStepPlan plan;
     std::string why;
-    if (match_epilogue(p, k, &plan, &why)) {
-      spec->post_ops = plan.post_ops;
+    if (match_epilogue(p, k, broadcast, &plan, &why)) {
       try {
-        plan.conv = std::make_shared<eager::onednn::PreparedConv>(*spec);
+        prepare(node, cs, ms, plan.post_ops, &plan);
       } catch (const Error& e) {
         why = str("oneDNN refused the post-ops (", e.what(), ")");
-        plan = ConvStepPlan{};
+        plan = OnednnStepPlan{};
       }
     }
-    if (!plan.conv) {
-      spec->post_ops.clear();
+    if (!plan.conv && !plan.matmul) {
       try {
-        plan.conv = std::make_shared<eager::onednn::PreparedConv>(*spec);
+        prepare(node, cs, ms, {}, &plan);
       } catch (const Error&) {
         continue;  // the eager kernel runs it
       }
-      plan.out = step.node->outputs[0];
+      plan.out = y;
     }
-    if (const Value* w = step.node->inputs[1]; w->producer && w->producer->op == Op::Constant)
-      plan.conv->set_constant_weights(w->producer->attrs.get_tensor("value").raw());
     std::string ops;
     for (const PostOp& op : plan.post_ops) ops += (ops.empty() ? "" : ", ") + eager::onednn::post_op_name(op);
-    plan.note = str("oneDNN ", plan.conv->implementation(),
+    plan.note = str("oneDNN ", plan.conv ? plan.conv->implementation() : plan.matmul->implementation(),
                     plan.folded_step >= 0 ? str(" + post-ops [", ops, "] (step ", plan.folded_step, " folded)")
                                           : str(" (no tail folded: ", why, ")"));
-    // The folded kernel's arena output is now written at the conv's step.
+    // The folded kernel's arena output is now written at the primitive's step.
     if (plan.folded_step >= 0)
       for (size_t i = 0; i < p.arena_values.size(); ++i)
         if (p.arena_values[i] == plan.out) p.arena_lifetimes[i].first = int(k);

@@ -1,0 +1,26 @@
+// The elementwise tail a oneDNN primitive (conv, matmul) applies to its result before writing it:
+// activations, scalar or per-channel arithmetic, a residual sum. Why: one description shared by the
+// conv and matmul wrappers and by the planner that matches a compiled program's kernels to it
+// (runtime/onednn_plan.h); dnnl types stay in the .cc files.
+#pragma once
+
+#include <string>
+
+namespace kiln::eager::onednn {
+
+// One fused post-op, applied in order to the primitive's result (bias included).
+struct PostOp {
+  enum Kind {
+    kRelu, kClip, kLinear,  // clip: [alpha, beta]; linear: alpha * x + beta
+    kLogistic, kTanh, kExp, kAbs, kSqrt, kGeluErf, kGeluTanh, kSwish, kHardSwish,
+    // with a broadcast operand: one value per output channel (conv) or per output column (matmul)
+    kBinaryAdd, kBinarySub, kBinaryMul, kBinaryDiv, kBinaryMax, kBinaryMin,
+    kSum,  // += a tensor of the output's shape (scale alpha)
+  } kind;
+  float alpha = 0, beta = 0;
+  bool is_binary() const { return kind >= kBinaryAdd && kind <= kBinaryMin; }
+};
+
+std::string post_op_name(const PostOp& p);
+
+}  // namespace kiln::eager::onednn

@@ -1,0 +1,36 @@
+// Which conv2d and matmul steps of a compiled CPU program run on oneDNN, and which elementwise tail
+// each one absorbs as post-ops. Why: the program's conv or matmul library step is followed by a
+// generated kernel (bias, activations, batch norm's per-channel arithmetic, a residual add,
+// hardswish/silu/gelu): folding that kernel into the primitive writes the output once instead of
+// writing, reading and writing it again. The match works on the lowered Program, like the CUDA
+// matmul epilogues.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/onednn_conv.h"
+#include "kernels/cpu/onednn_matmul.h"
+#include "lower/program.h"
+
+namespace kiln::runtime {
+
+struct OnednnStepPlan {
+  std::shared_ptr<eager::onednn::PreparedConv> conv;      // a Conv2d step, or
+  std::shared_ptr<eager::onednn::PreparedMatmul> matmul;  // a MatMul step
+  int folded_step = -1;                            // the epilogue kernel step it replaces, or -1
+  const Value* out = nullptr;                      // what the primitive writes (the kernel's output when folded)
+  std::vector<const Value*> broadcast_operands;    // the binary post-ops' per-channel / per-column operands, in order
+  const Value* sum_operand = nullptr;              // the residual of a sum post-op
+  std::vector<eager::onednn::PostOp> post_ops;
+  std::string note;  // for explain: implementation, post-ops, why a tail was not folded
+};
+
+// Plans every static f32/bf16 Conv2d and MatMul library step of `p` that oneDNN can run (keyed by
+// step index). Moves the first write of a folded kernel's arena output to the primitive's step.
+// Steps oneDNN cannot build stay on the eager kernels (absent from the map).
+std::map<size_t, OnednnStepPlan> plan_onednn_steps(lower::Program& p);
+
+}  // namespace kiln::runtime
