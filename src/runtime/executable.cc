@@ -234,6 +234,16 @@ std::vector<HostTensor> CompiledExecutable::run(const std::vector<HostTensor>& i
   return results;
 }
 
+std::string CompiledExecutable::step_note(size_t i) const {
+  const Step& s = steps.at(i);
+  if (auto plan = onednn_plans.find(i); plan != onednn_plans.end()) return plan->second.note;
+  if (folded_steps.count(i))
+    return str("folded into the ", steps[i - 1].node->op == Op::Conv2d ? "conv" : "matmul", " before it");
+  if (s.library && !s.host && s.node->op == Op::Conv2d) return "eager im2col + OpenBLAS";
+  if (s.library && !s.host && s.node->op == Op::MatMul) return "eager OpenBLAS";
+  return "";
+}
+
 std::string CompiledExecutable::explain() const {
   std::ostringstream os;
   os << "== compiled graph '" << graph->name() << "': " << stats_.kernels_generated
@@ -249,11 +259,9 @@ std::string CompiledExecutable::explain() const {
   for (size_t i = 0; i < steps.size(); ++i) {
     const Step& s = steps[i];
     os << "  " << s.name << (s.library ? "  [library call]" : "");
-    if (auto plan = onednn_plans.find(i); plan != onednn_plans.end()) os << "  " << plan->second.note;
-    else if (s.library && !s.host && s.node->op == Op::Conv2d) os << "  eager im2col + OpenBLAS";
-    else if (s.library && !s.host && s.node->op == Op::MatMul) os << "  eager OpenBLAS";
-    if (folded_steps.count(i))
-      os << "  [folded into the " << (steps[i - 1].node->op == Op::Conv2d ? "conv" : "matmul") << " before it]";
+    const std::string note = step_note(i);
+    if (folded_steps.count(i)) os << "  [" << note << "]";
+    else if (!note.empty()) os << "  " << note;
     os << "\n";
   }
   os << "\n== Loop IR ==\n";

@@ -43,6 +43,9 @@ class CompiledExecutable : public Executable, public lower::Program {
   std::string source_;
   std::map<size_t, OnednnStepPlan> onednn_plans;  // conv and matmul steps on oneDNN, by step index
   std::set<size_t> folded_steps;                  // kernel steps a oneDNN plan runs as post-ops
+  // What runs library step i ("oneDNN brg:avx512_core + post-ops [...]", "eager OpenBLAS"...), or
+  // "folded into the conv before it"; empty for other steps. For explain.
+  std::string step_note(size_t i) const;
 
  private:
   const lower::MemoryPlan& plan_for(const std::vector<int64_t>& syms,

@@ -289,6 +289,50 @@ void prepare(const Node& node, const eager::onednn::ConvSpec* conv, const eager:
   }
 }
 
+// Wires blocked hand-offs (PreparedConv::feed_source / feed_residual): a conv whose result only
+// other planned convs read — as their source, or as the residual their folded sum adds — keeps it
+// in oneDNN's layout when every reader's layout agrees. A chain of convs then reorders once at
+// its start and once at its end instead of twice per conv.
+void keep_blocked_chains(const lower::Program& p, std::map<size_t, OnednnStepPlan>& plans) {
+  std::map<const Node*, size_t> conv_at, folded_into;  // a conv node / a folded kernel's node -> plan step
+  for (auto& [k, plan] : plans) {
+    if (!plan.conv) continue;
+    conv_at[p.steps[k].node] = k;
+    if (plan.folded_step >= 0)
+      for (const Node* n : p.schedule.groups[size_t(plan.folded_step)].nodes) folded_into[n] = k;
+  }
+  for (auto& [k, plan] : plans) {
+    const Value* v = plan.out;
+    if (!plan.conv || p.graph->is_output(v) || v->uses.empty()) continue;
+    std::vector<std::pair<size_t, bool>> readers;  // (plan step, as residual)
+    bool ok = true;
+    for (const Use& u : v->uses) {
+      if (auto c = conv_at.find(u.user); c != conv_at.end() && u.operand_index == 0 && c->second > k) {
+        ok = plan.conv->can_feed_source(*plans.at(c->second).conv);
+        readers.push_back({c->second, false});
+      } else if (auto f = folded_into.find(u.user); f != folded_into.end() && f->second > k &&
+                                                    plans.at(f->second).sum_operand == v) {
+        ok = plan.conv->can_feed_residual(*plans.at(f->second).conv);
+        readers.push_back({f->second, true});
+      } else {
+        ok = false;
+      }
+      if (!ok) break;
+    }
+    if (!ok) continue;
+    std::string to;
+    for (auto [q, residual] : readers) {
+      OnednnStepPlan& reader = plans.at(q);
+      if (residual) plan.conv->feed_residual(*reader.conv);
+      else plan.conv->feed_source(*reader.conv);
+      reader.note += str(residual ? " (residual read blocked from step " : " (source read blocked from step ", k, ")");
+      to += str(to.empty() ? "" : ", ", q);
+    }
+    plan.conv->keep_output_blocked();
+    plan.note += str(" (output kept blocked for step", readers.size() > 1 ? "s " : " ", to, ")");
+  }
+}
+
 }  // namespace
 
 std::map<size_t, OnednnStepPlan> plan_onednn_steps(lower::Program& p) {
@@ -340,6 +384,7 @@ std::map<size_t, OnednnStepPlan> plan_onednn_steps(lower::Program& p) {
         if (p.arena_values[i] == plan.out) p.arena_lifetimes[i].first = int(k);
     plans.emplace(k, std::move(plan));
   }
+  keep_blocked_chains(p, plans);
   return plans;
 }
 

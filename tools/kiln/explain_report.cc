@@ -66,12 +66,19 @@ ExplainReport explain_executable(const std::string& model, Executable& exe, cons
   }
   r.run_us = median(run_us);
   const Scoreboard& first = boards[0];
+  // Every step adds one record but the kernels a oneDNN primitive runs as post-ops.
+  std::vector<size_t> step_of_record;
+  for (size_t i = 0; i < compiled->steps.size(); ++i)
+    if (!compiled->folded_steps.count(i)) step_of_record.push_back(i);
   for (size_t k = 0; k < first.kernels().size(); ++k) {
     const KernelRecord& rec = first.kernels()[k];
     KernelExplain ke;
     ke.index = int(k);
     ke.name = rec.name;
-    ke.library = k < compiled->steps.size() && compiled->steps[k].library;
+    if (k < step_of_record.size()) {
+      ke.library = compiled->steps[step_of_record[k]].library;
+      ke.implementation = compiled->step_note(step_of_record[k]);
+    }
     ke.source_ops = rec.source_ops;
     ke.bytes_read = rec.bytes_read;
     ke.bytes_written = rec.bytes_written;
@@ -125,6 +132,7 @@ std::string ExplainReport::to_text() const {
                   name.c_str(), static_cast<long long>(k.bytes_read), static_cast<long long>(k.bytes_written),
                   k.flops, k.intensity, k.time_us, k.bound_us, k.regime.c_str(), k.percent_of_ceiling);
     os << line << "      from: " << join(k.source_ops, ", ") << (k.library ? "  [library call]" : "") << "\n";
+    if (!k.implementation.empty()) os << "      runs on: " << k.implementation << "\n";
   }
   os << "\nfusion decisions:\n";
   for (const auto& note : decomposition_notes) os << "  " << note << "\n";
@@ -170,6 +178,7 @@ std::string ExplainReport::to_json() const {
     j["kernels"].push_back({{"index", k.index},
                             {"name", k.name},
                             {"library", k.library},
+                            {"implementation", k.implementation},
                             {"source_ops", k.source_ops},
                             {"bytes_read", k.bytes_read},
                             {"bytes_written", k.bytes_written},

@@ -16,6 +16,7 @@ struct KernelExplain {
   int index = 0;
   std::string name;
   bool library = false;
+  std::string implementation;  // what runs a library step (oneDNN + post-ops, OpenBLAS, ...)
   std::vector<std::string> source_ops;
   int64_t bytes_read = 0, bytes_written = 0;
   double flops = 0;

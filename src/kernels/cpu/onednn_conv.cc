@@ -40,6 +40,8 @@ struct PreparedConv::State {
   std::vector<memory> channel_mems;
   dnnl::reorder x_in, w_in, residual_in, y_out;  // created once, where the layouts differ
   bool weights_ready = false;
+  bool x_fed = false, y_kept = false;  // blocked hand-off: x_mem is a producer's y_mem; y stays in y_mem
+  memory residual_fed;                 // a producer's blocked y_mem our sum post-op starts from
 };
 
 PreparedConv::PreparedConv(const ConvSpec& spec) : s_(std::make_unique<State>()) {
@@ -97,6 +99,31 @@ PreparedConv::~PreparedConv() = default;
 
 std::string PreparedConv::implementation() const { return s_->pd.impl_info_str(); }
 
+namespace {
+bool blocked(const memory::desc& d, const memory::desc& plain) { return !(d == plain); }
+}  // namespace
+
+bool PreparedConv::can_feed_source(const PreparedConv& consumer) const {
+  return blocked(s_->pd.dst_desc(), s_->y_plain) && s_->pd.dst_desc() == consumer.s_->pd.src_desc();
+}
+
+bool PreparedConv::can_feed_residual(const PreparedConv& consumer) const {
+  return blocked(s_->pd.dst_desc(), s_->y_plain) && s_->pd.dst_desc() == consumer.s_->pd.dst_desc();
+}
+
+void PreparedConv::feed_source(PreparedConv& consumer) const {
+  KILN_CHECK(can_feed_source(consumer), "oneDNN conv: blocked layouts differ");
+  consumer.s_->x_mem = s_->y_mem;  // a shared handle to our result's memory
+  consumer.s_->x_fed = true;
+}
+
+void PreparedConv::feed_residual(PreparedConv& consumer) const {
+  KILN_CHECK(can_feed_residual(consumer), "oneDNN conv: blocked layouts differ");
+  consumer.s_->residual_fed = s_->y_mem;
+}
+
+void PreparedConv::keep_output_blocked() { s_->y_kept = true; }
+
 void PreparedConv::set_constant_weights(const void* w) {
   State& s = *s_;
   if (s.w_mem == s.w_user) {
@@ -119,8 +146,10 @@ void PreparedConv::run(const void* x, const void* w, const void* bias, const std
     s.w_user.set_data_handle(const_cast<void*>(w));
     if (!(s.w_mem == s.w_user)) s.w_in.execute(s.stream, s.w_user, s.w_mem);
   }
-  if (!(s.x_mem == s.x_user)) s.x_in.execute(s.stream, s.x_user, s.x_mem);
-  if (sum_operand) {  // the sum post-op adds what the destination holds before the conv
+  if (!s.x_fed && !(s.x_mem == s.x_user)) s.x_in.execute(s.stream, s.x_user, s.x_mem);
+  if (s.residual_fed) {  // the same blocked layout as our destination: a copy, not a reorder
+    std::memcpy(s.y_mem.get_data_handle(), s.residual_fed.get_data_handle(), s.pd.dst_desc().get_size());
+  } else if (sum_operand) {  // the sum post-op adds what the destination holds before the conv
     s.residual_user.set_data_handle(const_cast<void*>(sum_operand));
     if (!(s.y_mem == s.y_user)) s.residual_in.execute(s.stream, s.residual_user, s.y_mem);
     else if (sum_operand != y) std::memcpy(y, sum_operand, s.y_plain.get_size());
@@ -139,7 +168,7 @@ void PreparedConv::run(const void* x, const void* w, const void* bias, const std
     ++b;
   }
   s.conv.execute(s.stream, args);
-  if (!(s.y_mem == s.y_user)) s.y_out.execute(s.stream, s.y_mem, s.y_user);
+  if (!s.y_kept && !(s.y_mem == s.y_user)) s.y_out.execute(s.stream, s.y_mem, s.y_user);
   s.stream.wait();
 }
 

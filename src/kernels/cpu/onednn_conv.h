@@ -43,6 +43,16 @@ class PreparedConv {
            const void* sum_operand, void* y);
   std::string implementation() const;  // oneDNN's implementation name, e.g. "brgconv:avx512_core"
 
+  // Blocked hand-off between convs of one program (runtime/onednn_plan.h): when this conv's result
+  // is read only by other convs, as their source or as their residual, and their layouts agree, it
+  // stays in oneDNN's blocked layout: no reorder out here, none in there. Wired once at compile
+  // time; the consumers run after this conv in every run.
+  bool can_feed_source(const PreparedConv& consumer) const;    // our dst layout is its src layout (blocked)
+  bool can_feed_residual(const PreparedConv& consumer) const;  // our dst layout is its dst layout (blocked)
+  void feed_source(PreparedConv& consumer) const;    // consumer reads its src from our blocked result
+  void feed_residual(PreparedConv& consumer) const;  // consumer's sum post-op copies our blocked result
+  void keep_output_blocked();                        // run() no longer writes the plain `y`
+
  private:
   struct State;
   std::unique_ptr<State> s_;

@@ -135,3 +135,55 @@ TEST(OnednnConv, OptionOffKeepsTheEagerKernel) {
 
 }  // namespace
 }  // namespace kiln::testing
+
+namespace kiln::testing {
+namespace {
+
+// A ResNet basic block twice over: conv -> bn-like per-channel mul/add -> relu -> conv -> + x ->
+// relu, the second block reading the first's output. Each conv's result is read only by convs (as
+// source or as the folded residual), so it stays in oneDNN's blocked layout: explain says so, and
+// the results still match the interpreter (24 channels: blocked with padding; 32: without).
+std::unique_ptr<Graph> basic_blocks(int64_t c, int64_t hw, uint64_t seed) {
+  auto g = std::make_unique<Graph>("blocks");
+  Value* x = g->add_input("x", f32({1, c, hw, hw}));
+  Value* y = g->add(Op::Relu, {x});  // the blocks' input comes from a kernel, as after a stem
+  for (int block = 0; block < 2; ++block) {
+    auto conv = [&](Value* in, uint64_t s) {
+      Value* w = g->constant(HostTensor::random(DType::F32, {c, c, 3, 3}, s, -0.3, 0.3));
+      Value* b = g->constant(HostTensor::random(DType::F32, {c}, s + 1, -1, 1));
+      return g->add(Op::Conv2d, {in, w, b},
+                    {{"strides", std::vector<int64_t>{1, 1}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+                     {"dilations", std::vector<int64_t>{1, 1}}, {"groups", int64_t(1)}});
+    };
+    Value* h = conv(y, seed + 10 * block);
+    h = g->add(Op::Mul, {h, g->constant(HostTensor::random(DType::F32, {1, c, 1, 1}, seed + 5, 0.5, 1.5))});
+    h = g->add(Op::Relu, {g->add(Op::Add, {h, g->constant(HostTensor::random(DType::F32, {1, c, 1, 1}, seed + 6, -1, 1))})});
+    h = conv(h, seed + 10 * block + 3);
+    y = g->add(Op::Relu, {g->add(Op::Add, {h, y})});
+  }
+  g->set_outputs({y});
+  return g;
+}
+
+TEST(OnednnConv, ConvChainsStayBlocked) {
+  for (int64_t c : {24, 32}) {
+    SCOPED_TRACE(str(c, " channels"));
+    auto g = basic_blocks(c, 9, 60 + uint64_t(c));
+    auto exe = compile(*g, test_options());
+    std::vector<HostTensor> in{HostTensor::random(DType::F32, {1, c, 9, 9}, 61, -2, 2)};
+    expect_matches_interpreter(*g, in, *exe, "two basic blocks");
+    expect_matches_interpreter(*g, in, *exe, "two basic blocks (second run)");
+    const std::string explain = exe->explain();
+    const std::string steps = explain.substr(explain.find("steps:"), explain.find("== Loop IR") - explain.find("steps:"));
+    int kept = 0, fed = 0;
+    for (size_t at = steps.find("output kept blocked"); at != std::string::npos; at = steps.find("output kept blocked", at + 1)) ++kept;
+    for (size_t at = steps.find("read blocked"); at != std::string::npos; at = steps.find("read blocked", at + 1)) ++fed;
+    // conv 1 -> conv 2 (source), conv 2 of block 1 -> conv 1 of block 2 (source) and conv 2 of block 2
+    // (residual), conv 1 of block 2 -> conv 2: three producers keep their output blocked, four reads.
+    EXPECT_EQ(kept, 3) << steps;
+    EXPECT_EQ(fed, 4) << steps;
+  }
+}
+
+}  // namespace
+}  // namespace kiln::testing
