@@ -120,8 +120,62 @@ std::vector<HostTensor> CompiledExecutable::run(const std::vector<HostTensor>& i
   int nthreads = options.num_threads;
   if (nthreads > 0) eager::set_num_threads(nthreads);
   std::vector<void*> ptrs;
+  // A generated kernel step: its parameters' buffers, one call, the bytes and FLOPs it moved.
+  auto run_kernel = [&](size_t step_index, KernelRecord& rec) {
+    const Step& step = steps[step_index];
+    const lower::LoweredKernel& lk = kernels[size_t(step.kernel)];
+    ptrs.clear();
+    for (size_t p = 0; p < lk.param_values.size(); ++p) {
+      ptrs.push_back(pointer_of(lk.param_values[p]));
+      int64_t bytes = value_bytes(lk.param_values[p], bindings);
+      (lk.kernel.params[p].is_output ? rec.bytes_written : rec.bytes_read) += bytes;
+    }
+    int status = 0;
+    const Clock::time_point t0 = Clock::now();
+    kernel_fns[size_t(step.kernel)](ptrs.data(), syms.data(), nthreads, &status);
+    rec.time_us += micros(t0, Clock::now());
+    rec.flops += double(lk.kernel.iterations.evaluate(kernel_bindings)) * lk.kernel.ops_per_point;
+    if (status != 0) {
+      std::string nodes;
+      for (const Node* n : schedule.groups[step_index].nodes) nodes += " " + n->describe();
+      throw Error(str("kernel ", step.name, ": integer division or modulo by zero in one of:", nodes));
+    }
+  };
   double kernel_total_us = 0;
   RunStats run_stats;
+  // A library or host step: the eager kernel (or the interpreter) on its operand tensors.
+  auto run_library = [&](size_t step_index, KernelRecord& rec) {
+    const Step& step = steps[step_index];
+    std::vector<HostTensor> in;
+    for (const Value* v : step.node->inputs) in.push_back(tensor_of(v));
+    const Clock::time_point t0 = Clock::now();
+    std::vector<HostTensor> produced;
+    try {
+      // Control flow and containers are host steps: the node runs in the interpreter with its own
+      // (possibly symbolic) types, so its sub-graphs see the types they were built for.
+      eager::KernelUsed used = eager::KernelUsed::kReference;
+      if (step.host) produced = interp::run_node(*step.node, in, bindings);
+      else produced = eager::run_op(step.node->op, eager::bind_shape_attrs(step.node->attrs, bindings), in, nullptr, &used);
+      ++run_stats.library_steps;
+      if (used == eager::KernelUsed::kReference) run_stats.reference_fallbacks.push_back(std::string(op_name(step.node->op)));
+    } catch (const Error& e) {
+      throw Error(str(step.node->describe(), ": ", e.what()));
+    }
+    rec.time_us = micros(t0, Clock::now());
+    for (size_t i = 0; i < produced.size(); ++i) {
+      const Value* v = step.node->outputs[i];
+      // Views returned by eager share the operand's storage; outputs must own theirs.
+      for (const HostTensor& t : in)
+        if (produced[i].is_tensor() && produced[i].raw() == t.raw() && produced[i].nbytes() > 0)
+          produced[i] = produced[i].clone();
+      const BufferSlot& slot = slots.at(v);
+      if (slot.kind == BufferSlot::kOutput) results[size_t(slot.index)] = produced[i];
+      else held[v] = produced[i];
+      rec.bytes_written += int64_t(produced[i].nbytes());
+    }
+    for (const HostTensor& t : in) rec.bytes_read += int64_t(t.nbytes());
+    if (sb && !step.host) rec.flops = eager::detail::estimate_flops(step.node->op, eager::bind_shape_attrs(step.node->attrs, bindings), in, produced);
+  };
   for (size_t step_index = 0; step_index < steps.size(); ++step_index) {
     const Step& step = steps[step_index];
     KernelRecord rec;
@@ -137,11 +191,26 @@ std::vector<HostTensor> CompiledExecutable::run(const std::vector<HostTensor>& i
       const void* sum = op.sum_operand ? pointer_of(schedule.storage_of(op.sum_operand)) : nullptr;
       void* y = pointer_of(op.out);
       const void* x = raw(node.inputs[0]);
-      const void* w = raw(node.inputs[1]);
+      const void* w = node.inputs.size() > 1 ? raw(node.inputs[1]) : nullptr;
+      const void* bias = op.conv && node.inputs.size() > 2 && node.inputs[2] ? raw(node.inputs[2]) : nullptr;
       const Clock::time_point t0 = Clock::now();
-      if (op.conv) {
-        const void* bias = node.inputs.size() > 2 && node.inputs[2] ? raw(node.inputs[2]) : nullptr;
+      // Post-ops on sources that are not all finite: the exact path (kernels/cpu/onednn_post_ops.h).
+      const bool constant_w = w && node.inputs[1]->producer && node.inputs[1]->producer->op == Op::Constant;
+      const bool exact = op.folded_step >= 0 &&
+                         (op.conv ? !op.conv->sources_finite(x, broadcast, sum)
+                                  : op.matmul && !op.matmul->sources_finite(x, constant_w ? nullptr : w, broadcast, sum));
+      if (exact) {
+        if (op.conv) op.conv->materialize_plain_sources(x, sum);
+        KernelRecord eager_step, tail;
+        run_library(step_index, eager_step);
+        --run_stats.library_steps;  // one step, counted below
+        run_kernel(size_t(op.folded_step), tail);
+        if (op.conv) op.conv->adopt_plain_output(y);
+        ++exact_fallbacks;
+      } else if (op.conv) {
         op.conv->run(x, w, bias, broadcast, sum, y);
+      } else if (op.pool) {
+        op.pool->run(x, y);
       } else {
         op.matmul->run(x, w, broadcast, sum, y);
       }
@@ -156,62 +225,23 @@ std::vector<HostTensor> CompiledExecutable::run(const std::vector<HostTensor>& i
       for (const Value* v : op.broadcast_operands) rec.bytes_read += value_bytes(v, bindings);
       if (op.sum_operand) rec.bytes_read += value_bytes(op.sum_operand, bindings);
       rec.bytes_written = value_bytes(op.out, bindings);
-      // conv: 2 * outputs * (C/groups * kH * kW); matmul: 2 * outputs * K.
-      const Shape& ws = node.inputs[1]->type.shape;
-      const SymInt reduced = op.conv ? ws[1] * ws[2] * ws[3] : node.inputs[0]->type.shape.back();
-      rec.flops = 2.0 * double(op.out->type.numel().evaluate(bindings)) * double(reduced.evaluate(bindings));
+      // conv: 2 * outputs * (C/groups * kH * kW); matmul: 2 * outputs * K; pool: outputs * kH * kW.
+      if (op.pool) {
+        const auto& kernel = node.attrs.get_ints("kernel");
+        rec.flops = double(op.out->type.numel().evaluate(bindings)) * double(kernel[0] * kernel[1]);
+      } else {
+        const Shape& ws = node.inputs[1]->type.shape;
+        const SymInt reduced = op.conv ? ws[1] * ws[2] * ws[3] : node.inputs[0]->type.shape.back();
+        rec.flops = 2.0 * double(op.out->type.numel().evaluate(bindings)) * double(reduced.evaluate(bindings));
+      }
       kernel_total_us += rec.time_us;
       if (sb) sb->add(std::move(rec));
       continue;
     }
     if (step.library) {
-      std::vector<HostTensor> in;
-      for (const Value* v : step.node->inputs) in.push_back(tensor_of(v));
-      const Clock::time_point t0 = Clock::now();
-      std::vector<HostTensor> produced;
-      try {
-        // Control flow and containers are host steps: the node runs in the interpreter with its own
-        // (possibly symbolic) types, so its sub-graphs see the types they were built for.
-        eager::KernelUsed used = eager::KernelUsed::kReference;
-        if (step.host) produced = interp::run_node(*step.node, in, bindings);
-        else produced = eager::run_op(step.node->op, eager::bind_shape_attrs(step.node->attrs, bindings), in, nullptr, &used);
-        ++run_stats.library_steps;
-        if (used == eager::KernelUsed::kReference) run_stats.reference_fallbacks.push_back(std::string(op_name(step.node->op)));
-      } catch (const Error& e) {
-        throw Error(str(step.node->describe(), ": ", e.what()));
-      }
-      rec.time_us = micros(t0, Clock::now());
-      for (size_t i = 0; i < produced.size(); ++i) {
-        const Value* v = step.node->outputs[i];
-        // Views returned by eager share the operand's storage; outputs must own theirs.
-        for (const HostTensor& t : in)
-          if (produced[i].is_tensor() && produced[i].raw() == t.raw() && produced[i].nbytes() > 0)
-            produced[i] = produced[i].clone();
-        const BufferSlot& slot = slots.at(v);
-        if (slot.kind == BufferSlot::kOutput) results[size_t(slot.index)] = produced[i];
-        else held[v] = produced[i];
-        rec.bytes_written += int64_t(produced[i].nbytes());
-      }
-      for (const HostTensor& t : in) rec.bytes_read += int64_t(t.nbytes());
-      if (sb && !step.host) rec.flops = eager::detail::estimate_flops(step.node->op, eager::bind_shape_attrs(step.node->attrs, bindings), in, produced);
+      run_library(step_index, rec);
     } else {
-      const lower::LoweredKernel& lk = kernels[size_t(step.kernel)];
-      ptrs.clear();
-      for (size_t p = 0; p < lk.param_values.size(); ++p) {
-        ptrs.push_back(pointer_of(lk.param_values[p]));
-        int64_t bytes = value_bytes(lk.param_values[p], bindings);
-        (lk.kernel.params[p].is_output ? rec.bytes_written : rec.bytes_read) += bytes;
-      }
-      int status = 0;
-      const Clock::time_point t0 = Clock::now();
-      kernel_fns[size_t(step.kernel)](ptrs.data(), syms.data(), nthreads, &status);
-      rec.time_us = micros(t0, Clock::now());
-      rec.flops = double(lk.kernel.iterations.evaluate(kernel_bindings)) * lk.kernel.ops_per_point;
-      if (status != 0) {
-        std::string nodes;
-        for (const Node* n : schedule.groups[step_index].nodes) nodes += " " + n->describe();
-        throw Error(str("kernel ", step.name, ": integer division or modulo by zero in one of:", nodes));
-      }
+      run_kernel(step_index, rec);
     }
     kernel_total_us += rec.time_us;
     if (sb) sb->add(std::move(rec));

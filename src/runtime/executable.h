@@ -46,6 +46,8 @@ class CompiledExecutable : public Executable, public lower::Program {
   // What runs library step i ("oneDNN brg:avx512_core + post-ops [...]", "eager OpenBLAS"...), or
   // "folded into the conv before it"; empty for other steps. For explain.
   std::string step_note(size_t i) const;
+  // oneDNN steps that took the exact path (sources not all finite) since compiling; for tests.
+  int64_t exact_fallbacks = 0;
 
  private:
   const lower::MemoryPlan& plan_for(const std::vector<int64_t>& syms,

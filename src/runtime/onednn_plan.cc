@@ -140,7 +140,6 @@ bool match_epilogue(const lower::Program& p, size_t prim_step, const BroadcastTe
   std::set<const Node*> members(grp.nodes.begin(), grp.nodes.end());
   for (const Use& u : y->uses)
     if (!members.count(u.user)) return *why = "the conv's output has other readers", false;
-  const int64_t channels = y->type.shape[1].constant();
   std::vector<const Value*> chain{y};
   std::vector<size_t> post_ops_at{0};  // post_ops.size() when chain[i] was produced
   std::vector<PostOp> ops;
@@ -289,30 +288,30 @@ void prepare(const Node& node, const eager::onednn::ConvSpec* conv, const eager:
   }
 }
 
-// Wires blocked hand-offs (PreparedConv::feed_source / feed_residual): a conv whose result only
-// other planned convs read — as their source, or as the residual their folded sum adds — keeps it
-// in oneDNN's layout when every reader's layout agrees. A chain of convs then reorders once at
-// its start and once at its end instead of twice per conv.
+// Wires blocked hand-offs (eager::onednn::BlockedIo): a conv or pool whose result only other
+// planned convs and pools read — as their source, or as the residual a conv's folded sum adds —
+// keeps it in oneDNN's layout when every reader's layout agrees. A chain of convs then reorders
+// once at its start and once at its end instead of twice per conv.
 void keep_blocked_chains(const lower::Program& p, std::map<size_t, OnednnStepPlan>& plans) {
-  std::map<const Node*, size_t> conv_at, folded_into;  // a conv node / a folded kernel's node -> plan step
+  std::map<const Node*, size_t> primitive_at, folded_into;  // a conv/pool node / a folded kernel's node -> plan step
   for (auto& [k, plan] : plans) {
-    if (!plan.conv) continue;
-    conv_at[p.steps[k].node] = k;
+    if (!plan.blocked()) continue;
+    primitive_at[p.steps[k].node] = k;
     if (plan.folded_step >= 0)
       for (const Node* n : p.schedule.groups[size_t(plan.folded_step)].nodes) folded_into[n] = k;
   }
   for (auto& [k, plan] : plans) {
     const Value* v = plan.out;
-    if (!plan.conv || p.graph->is_output(v) || v->uses.empty()) continue;
+    if (!plan.blocked() || p.graph->is_output(v) || v->uses.empty()) continue;
     std::vector<std::pair<size_t, bool>> readers;  // (plan step, as residual)
     bool ok = true;
     for (const Use& u : v->uses) {
-      if (auto c = conv_at.find(u.user); c != conv_at.end() && u.operand_index == 0 && c->second > k) {
-        ok = plan.conv->can_feed_source(*plans.at(c->second).conv);
+      if (auto c = primitive_at.find(u.user); c != primitive_at.end() && u.operand_index == 0 && c->second > k) {
+        ok = plan.blocked()->can_feed_source(*plans.at(c->second).blocked());
         readers.push_back({c->second, false});
       } else if (auto f = folded_into.find(u.user); f != folded_into.end() && f->second > k &&
                                                     plans.at(f->second).sum_operand == v) {
-        ok = plan.conv->can_feed_residual(*plans.at(f->second).conv);
+        ok = plan.blocked()->can_feed_residual(*plans.at(f->second).blocked());
         readers.push_back({f->second, true});
       } else {
         ok = false;
@@ -323,14 +322,41 @@ void keep_blocked_chains(const lower::Program& p, std::map<size_t, OnednnStepPla
     std::string to;
     for (auto [q, residual] : readers) {
       OnednnStepPlan& reader = plans.at(q);
-      if (residual) plan.conv->feed_residual(*reader.conv);
-      else plan.conv->feed_source(*reader.conv);
+      if (residual) plan.blocked()->feed_residual(*reader.blocked());
+      else plan.blocked()->feed_source(*reader.blocked());
       reader.note += str(residual ? " (residual read blocked from step " : " (source read blocked from step ", k, ")");
       to += str(to.empty() ? "" : ", ", q);
     }
-    plan.conv->keep_output_blocked();
+    plan.blocked()->keep_output_blocked();
     plan.note += str(" (output kept blocked for step", readers.size() > 1 ? "s " : " ", to, ")");
   }
+}
+
+// A max_pool2d / avg_pool2d node as oneDNN's pooling, when it computes exactly that.
+std::optional<eager::onednn::PoolSpec> pool_spec_of(const Node& n) {
+  const Value* x = n.inputs[0];
+  const Value* y = n.outputs[0];
+  if (!x->type.is_static() || !y->type.is_static() || x->type.shape.size() != 4 || x->type.dtype != y->type.dtype)
+    return std::nullopt;
+  eager::onednn::PoolSpec s;
+  s.dtype = y->type.dtype;
+  s.max = n.op == Op::MaxPool2d;
+  for (int i = 0; i < 4; ++i) s.x[i] = x->type.shape[size_t(i)].constant(), s.y[i] = y->type.shape[size_t(i)].constant();
+  const auto& k = n.attrs.get_ints("kernel");
+  const auto& st = n.attrs.get_ints("strides");
+  const auto& pd = n.attrs.get_ints("pads");
+  if (k.size() != 2 || st.size() != 2 || pd.size() != 4) return std::nullopt;
+  for (int d = 0; d < 2; ++d) s.kernel[d] = k[size_t(d)], s.strides[d] = st[size_t(d)], s.dilations[d] = 1;
+  for (int i = 0; i < 4; ++i) s.pads[i] = pd[size_t(i)];
+  if (s.max) {
+    const auto& dl = n.attrs.get_ints("dilations");
+    if (dl.size() != 2) return std::nullopt;
+    s.dilations[0] = dl[0], s.dilations[1] = dl[1];
+  } else {
+    s.count_include_pad = n.attrs.get_int("count_include_pad") != 0;
+  }
+  if (!eager::onednn::supports(s)) return std::nullopt;
+  return s;
 }
 
 }  // namespace
@@ -350,6 +376,23 @@ std::map<size_t, OnednnStepPlan> plan_onednn_steps(lower::Program& p) {
       broadcast = [channels](const Value* x) { return is_per_channel(x, channels); };
     } else if (node.op == Op::MatMul && (mm = matmul_spec_of(node))) {
       broadcast = [y](const Value* x) { return is_per_column(x, y); };
+    } else if (node.op == Op::MaxPool2d || node.op == Op::AvgPool2d) {
+      std::optional<eager::onednn::PoolSpec> ps = pool_spec_of(node);
+      if (!ps) continue;
+      // Laid out like the conv or pool that produces its source, so that one can hand it over.
+      const eager::onednn::BlockedIo* like = nullptr;
+      for (auto& [q, other] : plans)
+        if (other.out == node.inputs[0] && other.blocked()) like = other.blocked();
+      OnednnStepPlan plan;
+      try {
+        plan.pool = std::make_shared<eager::onednn::PreparedPool>(*ps, like);
+      } catch (const Error&) {
+        continue;  // the eager kernel runs it
+      }
+      plan.out = y;
+      plan.note = str("oneDNN ", plan.pool->implementation());
+      plans.emplace(k, std::move(plan));
+      continue;
     } else {
       continue;
     }

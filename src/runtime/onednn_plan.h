@@ -1,5 +1,6 @@
-// Which conv2d and matmul steps of a compiled CPU program run on oneDNN, and which elementwise tail
-// each one absorbs as post-ops. Why: the program's conv or matmul library step is followed by a
+// Which conv2d, matmul and pooling steps of a compiled CPU program run on oneDNN, which elementwise
+// tail each conv or matmul absorbs as post-ops, and which conv/pool results stay in oneDNN's
+// blocked layout for the convs and pools that read them (kernels/cpu/onednn_handoff.h). Why: the program's conv or matmul library step is followed by a
 // generated kernel (bias, activations, batch norm's per-channel arithmetic, a residual add,
 // hardswish/silu/gelu): folding that kernel into the primitive writes the output once instead of
 // writing, reading and writing it again. The match works on the lowered Program, like the CUDA
@@ -13,22 +14,28 @@
 
 #include "kernels/cpu/onednn_conv.h"
 #include "kernels/cpu/onednn_matmul.h"
+#include "kernels/cpu/onednn_pool.h"
 #include "lower/program.h"
 
 namespace kiln::runtime {
 
 struct OnednnStepPlan {
   std::shared_ptr<eager::onednn::PreparedConv> conv;      // a Conv2d step, or
-  std::shared_ptr<eager::onednn::PreparedMatmul> matmul;  // a MatMul step
+  std::shared_ptr<eager::onednn::PreparedMatmul> matmul;  // a MatMul step, or
+  std::shared_ptr<eager::onednn::PreparedPool> pool;      // a MaxPool2d / AvgPool2d step
   int folded_step = -1;                            // the epilogue kernel step it replaces, or -1
   const Value* out = nullptr;                      // what the primitive writes (the kernel's output when folded)
   std::vector<const Value*> broadcast_operands;    // the binary post-ops' per-channel / per-column operands, in order
   const Value* sum_operand = nullptr;              // the residual of a sum post-op
   std::vector<eager::onednn::PostOp> post_ops;
   std::string note;  // for explain: implementation, post-ops, why a tail was not folded
+  // The conv or pool, which can hand over blocked results; null for a matmul.
+  eager::onednn::BlockedIo* blocked() const {
+    return conv ? static_cast<eager::onednn::BlockedIo*>(conv.get()) : pool.get();
+  }
 };
 
-// Plans every static f32/bf16 Conv2d and MatMul library step of `p` that oneDNN can run (keyed by
+// Plans every static f32/bf16 Conv2d, MatMul and 2-D pooling library step of `p` that oneDNN can run (keyed by
 // step index). Moves the first write of a folded kernel's arena output to the primitive's step.
 // Steps oneDNN cannot build stay on the eager kernels (absent from the map).
 std::map<size_t, OnednnStepPlan> plan_onednn_steps(lower::Program& p);

@@ -1,6 +1,8 @@
 // The shared pieces of the oneDNN wrappers (see onednn_common.h and onednn_post_ops.h).
 #include "kernels/cpu/onednn_common.h"
 
+#include <cstring>
+
 #include "kiln/error.h"
 
 namespace kiln::eager::onednn {
@@ -58,6 +60,115 @@ dnnl::post_ops make_post_ops(const std::vector<PostOp>& ops, const dnnl::memory:
   }
   return chain;
 }
+
+void Io::init(const dnnl::memory::desc& xp, const dnnl::memory::desc& yp, const dnnl::memory::desc& x_desc,
+              const dnnl::memory::desc& y_desc) {
+  const dnnl::engine& eng = cpu_engine();
+  x_plain = xp;
+  y_plain = yp;
+  x_user = dnnl::memory(x_plain, eng, DNNL_MEMORY_NONE);
+  y_user = dnnl::memory(y_plain, eng, DNNL_MEMORY_NONE);
+  residual_user = dnnl::memory(y_plain, eng, DNNL_MEMORY_NONE);
+  x_mem = x_desc == x_plain ? x_user : dnnl::memory(x_desc, eng);
+  y_mem = y_desc == y_plain ? y_user : dnnl::memory(y_desc, eng);
+  if (!(x_mem == x_user)) x_in = dnnl::reorder(x_user, x_mem);
+  if (!(y_mem == y_user)) {
+    y_out = dnnl::reorder(y_mem, y_user);
+    residual_in = dnnl::reorder(residual_user, y_mem);
+  }
+}
+
+void Io::begin(dnnl::stream& s, const void* x, void* y) {
+  x_user.set_data_handle(const_cast<void*>(x));
+  y_user.set_data_handle(y);
+  if (!x_fed && !(x_mem == x_user)) x_in.execute(s, x_user, x_mem);
+}
+
+void Io::start_from_residual(dnnl::stream& s, const void* residual, void* y) {
+  if (residual_fed) {  // the same blocked layout as our destination: a copy, not a reorder
+    std::memcpy(y_mem.get_data_handle(), residual_fed.get_data_handle(), y_mem.get_desc().get_size());
+  } else if (residual) {
+    residual_user.set_data_handle(const_cast<void*>(residual));
+    if (!(y_mem == y_user)) residual_in.execute(s, residual_user, y_mem);
+    else if (residual != y) std::memcpy(y, residual, y_plain.get_size());
+  }
+}
+
+void Io::end(dnnl::stream& s) {
+  if (!y_kept && !(y_mem == y_user)) y_out.execute(s, y_mem, y_user);
+}
+
+bool all_finite(const void* data, int64_t count, DType dt) {
+  bool bad = false;
+  if (dt == DType::F32) {
+    const uint32_t* p = static_cast<const uint32_t*>(data);
+#pragma omp parallel for reduction(|| : bad) schedule(static)
+    for (int64_t i = 0; i < count; ++i) bad = bad || (p[i] & 0x7f800000u) == 0x7f800000u;
+  } else {
+    const uint16_t* p = static_cast<const uint16_t*>(data);
+#pragma omp parallel for reduction(|| : bad) schedule(static)
+    for (int64_t i = 0; i < count; ++i) bad = bad || (p[i] & 0x7f80u) == 0x7f80u;
+  }
+  return !bad;
+}
+
+namespace {
+int64_t elements_of(const dnnl::memory& m, DType dt) {
+  return int64_t(m.get_desc().get_size() / (dt == DType::F32 ? 4 : 2));
+}
+}  // namespace
+
+bool Io::sources_finite(const void* x, const void* residual, DType dt) const {
+  if (!all_finite(x_fed ? x_mem.get_data_handle() : x, x_fed ? elements_of(x_mem, dt) : elements_of(x_user, dt), dt))
+    return false;
+  if (residual_fed) return all_finite(residual_fed.get_data_handle(), elements_of(residual_fed, dt), dt);
+  return !residual || all_finite(residual, elements_of(y_user, dt), dt);
+}
+
+void Io::materialize_plain_sources(dnnl::stream& s, const void* x, const void* residual) {
+  if (x_fed) {
+    dnnl::memory plain(x_plain, cpu_engine(), const_cast<void*>(x));
+    dnnl::reorder(x_mem, plain).execute(s, x_mem, plain);
+  }
+  if (residual_fed && residual) {
+    dnnl::memory plain(y_plain, cpu_engine(), const_cast<void*>(residual));
+    dnnl::reorder(residual_fed, plain).execute(s, residual_fed, plain);
+  }
+  s.wait();
+}
+
+void Io::adopt_plain_output(dnnl::stream& s, const void* y) {
+  if (!y_kept || y_mem == y_user) return;
+  residual_user.set_data_handle(const_cast<void*>(y));
+  residual_in.execute(s, residual_user, y_mem);
+  s.wait();
+}
+
+BlockedIo::BlockedIo() : io_(std::make_unique<Io>()) {}
+BlockedIo::~BlockedIo() = default;
+
+bool BlockedIo::can_feed_source(const BlockedIo& consumer) const {
+  const dnnl::memory::desc d = io_->y_mem.get_desc();
+  return !(d == io_->y_plain) && d == consumer.io_->x_mem.get_desc();
+}
+
+bool BlockedIo::can_feed_residual(const BlockedIo& consumer) const {
+  const dnnl::memory::desc d = io_->y_mem.get_desc();
+  return !(d == io_->y_plain) && d == consumer.io_->y_mem.get_desc();
+}
+
+void BlockedIo::feed_source(BlockedIo& consumer) const {
+  KILN_CHECK(can_feed_source(consumer), "oneDNN: blocked layouts differ");
+  consumer.io_->x_mem = io_->y_mem;  // a shared handle to our result's memory
+  consumer.io_->x_fed = true;
+}
+
+void BlockedIo::feed_residual(BlockedIo& consumer) const {
+  KILN_CHECK(can_feed_residual(consumer), "oneDNN: blocked layouts differ");
+  consumer.io_->residual_fed = io_->y_mem;
+}
+
+void BlockedIo::keep_output_blocked() { io_->y_kept = true; }
 
 std::string post_op_name(const PostOp& p) {
   switch (p.kind) {

@@ -6,6 +6,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "kernels/cpu/onednn_handoff.h"
 #include "kernels/cpu/onednn_post_ops.h"
 #include "kiln/dtype.h"
 
@@ -22,5 +23,34 @@ bool supports_dtype(DType d);
 
 // The post-op chain; every binary post-op reads a tensor of `binary_md` (broadcast over the output).
 dnnl::post_ops make_post_ops(const std::vector<PostOp>& ops, const dnnl::memory::desc& binary_md);
+
+// Whether `count` f32 or bf16 values are all finite (no NaN, no infinity); parallel, vectorised.
+bool all_finite(const void* data, int64_t count, DType dt);
+
+// A primitive's NCHW source and destination (onednn_handoff.h): Kiln's plain views, the
+// primitive's own layouts, the reorders between them, and the blocked hand-off state.
+struct Io {
+  dnnl::memory::desc x_plain, y_plain;
+  dnnl::memory x_user, y_user, residual_user;  // plain handles, set per run
+  dnnl::memory x_mem, y_mem;                   // the primitive's layouts (the user's when they agree)
+  dnnl::reorder x_in, y_out, residual_in;      // created once, where the layouts differ
+  bool x_fed = false, y_kept = false;          // x_mem is a producer's y_mem; y stays in y_mem
+  dnnl::memory residual_fed;                   // a producer's blocked y_mem a sum post-op starts from
+
+  // Creates the memories and reorders for a primitive whose layouts are `x_desc` and `y_desc`.
+  void init(const dnnl::memory::desc& x_plain, const dnnl::memory::desc& y_plain, const dnnl::memory::desc& x_desc,
+            const dnnl::memory::desc& y_desc);
+  // Per run: points the plain handles at Kiln's buffers and brings the source into x_mem.
+  void begin(dnnl::stream& s, const void* x, void* y);
+  // Fills y_mem with the residual a sum post-op adds (a copy when it was handed over blocked).
+  void start_from_residual(dnnl::stream& s, const void* residual, void* y);
+  // Writes y_mem out to the plain destination unless it is kept blocked.
+  void end(dnnl::stream& s);
+  // The exact path (onednn_post_ops.h): the plain source, residual and result a generated kernel
+  // reads and writes, from and to the blocked ones handed over.
+  bool sources_finite(const void* x, const void* residual, DType dt) const;
+  void materialize_plain_sources(dnnl::stream& s, const void* x, const void* residual);
+  void adopt_plain_output(dnnl::stream& s, const void* y);
+};
 
 }  // namespace kiln::eager::onednn

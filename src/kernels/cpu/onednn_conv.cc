@@ -34,14 +34,12 @@ struct PreparedConv::State {
   dnnl::convolution_forward::primitive_desc pd;
   dnnl::convolution_forward conv;
   dnnl::stream stream{cpu_engine()};
-  memory::desc x_plain, w_plain, y_plain;
-  memory x_user, w_user, y_user, bias, residual_user;  // handles set per run
-  memory x_mem, w_mem, y_mem;                          // the primitive's layouts (maybe the user's)
+  memory::desc w_plain;
+  memory w_user, bias;  // handles set per run
+  memory w_mem;         // the primitive's weights layout (maybe the user's)
   std::vector<memory> channel_mems;
-  dnnl::reorder x_in, w_in, residual_in, y_out;  // created once, where the layouts differ
+  dnnl::reorder w_in;   // created once, where the layouts differ
   bool weights_ready = false;
-  bool x_fed = false, y_kept = false;  // blocked hand-off: x_mem is a producer's y_mem; y stays in y_mem
-  memory residual_fed;                 // a producer's blocked y_mem our sum post-op starts from
 };
 
 PreparedConv::PreparedConv(const ConvSpec& spec) : s_(std::make_unique<State>()) {
@@ -50,8 +48,6 @@ PreparedConv::PreparedConv(const ConvSpec& spec) : s_(std::make_unique<State>())
   s.spec = spec;
   const auto dt = data_type_of(spec.dtype);
   const dnnl::engine& eng = cpu_engine();
-  s.x_plain = memory::desc(dims4(spec.x), dt, tag::nchw);
-  s.y_plain = memory::desc(dims4(spec.y), dt, tag::nchw);
   memory::dims wdims = spec.groups == 1
                            ? memory::dims{spec.w[0], spec.w[1], spec.w[2], spec.w[3]}
                            : memory::dims{spec.groups, spec.w[0] / spec.groups, spec.w[1], spec.w[2], spec.w[3]};
@@ -77,52 +73,33 @@ PreparedConv::PreparedConv(const ConvSpec& spec) : s_(std::make_unique<State>())
   } catch (const dnnl::error& e) {
     throw Error(str("oneDNN has no convolution for this shape: ", e.what()));
   }
-  s.x_user = memory(s.x_plain, eng, DNNL_MEMORY_NONE);
+  io_->init(memory::desc(dims4(spec.x), dt, tag::nchw), memory::desc(dims4(spec.y), dt, tag::nchw), s.pd.src_desc(),
+            s.pd.dst_desc());
   s.w_user = memory(s.w_plain, eng, DNNL_MEMORY_NONE);
-  s.y_user = memory(s.y_plain, eng, DNNL_MEMORY_NONE);
-  s.residual_user = memory(s.y_plain, eng, DNNL_MEMORY_NONE);
   if (spec.has_bias) s.bias = memory(bias_md, eng, DNNL_MEMORY_NONE);
-  s.x_mem = s.pd.src_desc() == s.x_plain ? s.x_user : memory(s.pd.src_desc(), eng);
-  s.y_mem = s.pd.dst_desc() == s.y_plain ? s.y_user : memory(s.pd.dst_desc(), eng);
   s.w_mem = s.pd.weights_desc() == s.w_plain ? s.w_user : memory(s.pd.weights_desc(), eng);
   for (const PostOp& p : spec.post_ops)
     if (p.is_binary()) s.channel_mems.push_back(memory(channel_md, eng, DNNL_MEMORY_NONE));
-  if (!(s.x_mem == s.x_user)) s.x_in = dnnl::reorder(s.x_user, s.x_mem);
   if (!(s.w_mem == s.w_user)) s.w_in = dnnl::reorder(s.w_user, s.w_mem);
-  if (!(s.y_mem == s.y_user)) {
-    s.y_out = dnnl::reorder(s.y_mem, s.y_user);
-    s.residual_in = dnnl::reorder(s.residual_user, s.y_mem);
-  }
 }
 
 PreparedConv::~PreparedConv() = default;
 
 std::string PreparedConv::implementation() const { return s_->pd.impl_info_str(); }
 
-namespace {
-bool blocked(const memory::desc& d, const memory::desc& plain) { return !(d == plain); }
-}  // namespace
-
-bool PreparedConv::can_feed_source(const PreparedConv& consumer) const {
-  return blocked(s_->pd.dst_desc(), s_->y_plain) && s_->pd.dst_desc() == consumer.s_->pd.src_desc();
+bool PreparedConv::sources_finite(const void* x, const std::vector<const void*>& channel_operands,
+                                  const void* sum_operand) const {
+  const State& s = *s_;
+  for (const void* c : channel_operands)
+    if (!all_finite(c, s.spec.y[1], s.spec.dtype)) return false;
+  return io_->sources_finite(x, sum_operand, s.spec.dtype);
 }
 
-bool PreparedConv::can_feed_residual(const PreparedConv& consumer) const {
-  return blocked(s_->pd.dst_desc(), s_->y_plain) && s_->pd.dst_desc() == consumer.s_->pd.dst_desc();
+void PreparedConv::materialize_plain_sources(const void* x, const void* sum_operand) {
+  io_->materialize_plain_sources(s_->stream, x, sum_operand);
 }
 
-void PreparedConv::feed_source(PreparedConv& consumer) const {
-  KILN_CHECK(can_feed_source(consumer), "oneDNN conv: blocked layouts differ");
-  consumer.s_->x_mem = s_->y_mem;  // a shared handle to our result's memory
-  consumer.s_->x_fed = true;
-}
-
-void PreparedConv::feed_residual(PreparedConv& consumer) const {
-  KILN_CHECK(can_feed_residual(consumer), "oneDNN conv: blocked layouts differ");
-  consumer.s_->residual_fed = s_->y_mem;
-}
-
-void PreparedConv::keep_output_blocked() { s_->y_kept = true; }
+void PreparedConv::adopt_plain_output(const void* y) { io_->adopt_plain_output(s_->stream, y); }
 
 void PreparedConv::set_constant_weights(const void* w) {
   State& s = *s_;
@@ -140,21 +117,15 @@ void PreparedConv::set_constant_weights(const void* w) {
 void PreparedConv::run(const void* x, const void* w, const void* bias, const std::vector<const void*>& channel_operands,
                        const void* sum_operand, void* y) {
   State& s = *s_;
-  s.x_user.set_data_handle(const_cast<void*>(x));
-  s.y_user.set_data_handle(y);
   if (!s.weights_ready) {
     s.w_user.set_data_handle(const_cast<void*>(w));
     if (!(s.w_mem == s.w_user)) s.w_in.execute(s.stream, s.w_user, s.w_mem);
   }
-  if (!s.x_fed && !(s.x_mem == s.x_user)) s.x_in.execute(s.stream, s.x_user, s.x_mem);
-  if (s.residual_fed) {  // the same blocked layout as our destination: a copy, not a reorder
-    std::memcpy(s.y_mem.get_data_handle(), s.residual_fed.get_data_handle(), s.pd.dst_desc().get_size());
-  } else if (sum_operand) {  // the sum post-op adds what the destination holds before the conv
-    s.residual_user.set_data_handle(const_cast<void*>(sum_operand));
-    if (!(s.y_mem == s.y_user)) s.residual_in.execute(s.stream, s.residual_user, s.y_mem);
-    else if (sum_operand != y) std::memcpy(y, sum_operand, s.y_plain.get_size());
-  }
-  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, s.x_mem}, {DNNL_ARG_WEIGHTS, s.w_mem}, {DNNL_ARG_DST, s.y_mem}};
+  io_->begin(s.stream, x, y);
+  // The sum post-op adds what the destination holds before the conv.
+  if (sum_operand || io_->residual_fed) io_->start_from_residual(s.stream, sum_operand, y);
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, io_->x_mem}, {DNNL_ARG_WEIGHTS, s.w_mem},
+                                       {DNNL_ARG_DST, io_->y_mem}};
   if (s.spec.has_bias) {
     s.bias.set_data_handle(const_cast<void*>(bias));
     args[DNNL_ARG_BIAS] = s.bias;
@@ -168,7 +139,7 @@ void PreparedConv::run(const void* x, const void* w, const void* bias, const std
     ++b;
   }
   s.conv.execute(s.stream, args);
-  if (!s.y_kept && !(s.y_mem == s.y_user)) s.y_out.execute(s.stream, s.y_mem, s.y_user);
+  io_->end(s.stream);
   s.stream.wait();
 }
 

@@ -3,7 +3,7 @@
 // layout oneDNN picks. Why: convolutions are two thirds of a CNN's time on the CPU, and oneDNN's
 // JIT kernels (blocked layouts, AVX-512/AMX picked at run time) are 2-10x faster than im2col +
 // OpenBLAS; fusing the elementwise tail saves a pass over the output per conv. The compiled CPU
-// executable builds one per conv step (runtime/cpu_conv_plan.h); dnnl types stay in the .cc.
+// executable builds one per conv step (runtime/onednn_plan.h); dnnl types stay in the .cc.
 #pragma once
 
 #include <cstdint>
@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/onednn_handoff.h"
 #include "kernels/cpu/onednn_post_ops.h"
 #include "kiln/dtype.h"
 
 namespace kiln::eager::onednn {
-
 
 struct ConvSpec {
   DType dtype = DType::F32;                 // f32 or bf16 (x, w, bias, y and operands alike)
@@ -29,7 +29,7 @@ struct ConvSpec {
 // True when oneDNN can run `spec` at all (dtype, groups); the primitive may still fail to build.
 bool supports(const ConvSpec& spec);
 
-class PreparedConv {
+class PreparedConv : public BlockedIo {
  public:
   // Throws kiln::Error when oneDNN has no primitive for the spec.
   explicit PreparedConv(const ConvSpec& spec);
@@ -43,15 +43,14 @@ class PreparedConv {
            const void* sum_operand, void* y);
   std::string implementation() const;  // oneDNN's implementation name, e.g. "brgconv:avx512_core"
 
-  // Blocked hand-off between convs of one program (runtime/onednn_plan.h): when this conv's result
-  // is read only by other convs, as their source or as their residual, and their layouts agree, it
-  // stays in oneDNN's blocked layout: no reorder out here, none in there. Wired once at compile
-  // time; the consumers run after this conv in every run.
-  bool can_feed_source(const PreparedConv& consumer) const;    // our dst layout is its src layout (blocked)
-  bool can_feed_residual(const PreparedConv& consumer) const;  // our dst layout is its dst layout (blocked)
-  void feed_source(PreparedConv& consumer) const;    // consumer reads its src from our blocked result
-  void feed_residual(PreparedConv& consumer) const;  // consumer's sum post-op copies our blocked result
-  void keep_output_blocked();                        // run() no longer writes the plain `y`
+  // The exact path for sources that are not all finite (onednn_post_ops.h).
+  bool sources_finite(const void* x, const std::vector<const void*>& channel_operands, const void* sum_operand) const;
+  // Writes the plain x and residual from the blocked ones when they were handed over, for the
+  // eager kernels of the exact path to read.
+  void materialize_plain_sources(const void* x, const void* sum_operand);
+  // The generated kernel wrote the plain result `y`: into the blocked one too when it is kept.
+  void adopt_plain_output(const void* y);
+
 
  private:
   struct State;

@@ -27,6 +27,7 @@ struct PreparedMatmul::State {
   std::vector<memory> column_mems;
   dnnl::reorder b_in;
   bool weights_ready = false;
+  bool weights_finite = true;
 };
 
 PreparedMatmul::PreparedMatmul(const MatmulSpec& spec, bool constant_b) : s_(std::make_unique<State>()) {
@@ -68,8 +69,22 @@ PreparedMatmul::~PreparedMatmul() = default;
 
 std::string PreparedMatmul::implementation() const { return s_->pd.impl_info_str(); }
 
+bool PreparedMatmul::sources_finite(const void* a, const void* b, const std::vector<const void*>& column_operands,
+                                    const void* sum_operand) const {
+  const State& s = *s_;
+  const MatmulSpec& p = s.spec;
+  const int64_t a_count = p.batch * p.m * p.k, c_count = p.batch * p.m * p.n;
+  const int64_t b_count = (p.shared_b ? 1 : p.batch) * p.k * p.n;
+  if (!s.weights_finite || !all_finite(a, a_count, p.dtype)) return false;
+  if (!s.weights_ready && !all_finite(b, b_count, p.dtype)) return false;
+  for (const void* c : column_operands)
+    if (!all_finite(c, p.n, p.dtype)) return false;
+  return !sum_operand || all_finite(sum_operand, c_count, p.dtype);
+}
+
 void PreparedMatmul::set_constant_weights(const void* b) {
   State& s = *s_;
+  s.weights_finite = all_finite(b, s.b_user.get_desc().get_size() / (s.spec.dtype == DType::F32 ? 4 : 2), s.spec.dtype);
   if (s.b_mem == s.b_user) {
     s.b_mem = memory(s.b_user.get_desc(), cpu_engine());  // own copy: the constant may move
     std::memcpy(s.b_mem.get_data_handle(), b, s.b_user.get_desc().get_size());

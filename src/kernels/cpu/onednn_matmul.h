@@ -39,6 +39,11 @@ class PreparedMatmul {
            void* c);
   std::string implementation() const;
 
+  // The exact path for sources that are not all finite (onednn_post_ops.h): b is checked unless
+  // it is constant (checked once by set_constant_weights).
+  bool sources_finite(const void* a, const void* b, const std::vector<const void*>& column_operands,
+                      const void* sum_operand) const;
+
  private:
   struct State;
   std::unique_ptr<State> s_;

@@ -23,4 +23,12 @@ struct PostOp {
 
 std::string post_op_name(const PostOp& p);
 
+// Special values: oneDNN's post-ops do not treat NaN and infinities as Kiln's ops do (relu(-inf)
+// is 0 * -inf = NaN there, clip and max drop a NaN). A primitive with post-ops therefore checks
+// that its sources are finite before each run (one vectorised read); when one is not, the caller
+// takes the exact path: the eager kernel of the op (oneDNN's bf16 convs turn a NaN into NaNs beyond
+// its window, from zero-padded taps), then the generated kernel the post-ops replaced, then
+// adopt_plain_output. Finite sources cannot make a conv or GEMM produce a NaN short of overflow,
+// where no two summation orders agree anyway.
+
 }  // namespace kiln::eager::onednn

@@ -6,7 +6,10 @@
 // only this proves the post-op list means what the kernel meant, and that explain says so.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "kernels/cpu/onednn_common.h"
+#include "runtime/executable.h"
 #include "unit/compile/compile_test_util.h"
 
 namespace kiln::testing {
@@ -107,6 +110,20 @@ void check_all(DType dt, const std::vector<Tail>& tails) {
     Scoreboard sb;
     exes[i]->run(in, &sb);
     if (t != Tail::kNone) EXPECT_EQ(sb.kernels().size(), 1u) << "one step: the conv with its tail";
+    // NaN and infinities in the source: oneDNN's post-ops would treat them otherwise (relu(-inf)
+    // = NaN there), so the run takes the exact path and still matches.
+    if (t != Tail::kNone) {
+      std::vector<HostTensor> special = in;
+      special[0] = in[0].clone();
+      const double values[] = {NAN, INFINITY, -INFINITY};
+      for (int j = 0; j < 3; ++j) special[0].set_f64((7 * j + 3) % special[0].numel(), values[j]);
+      auto* compiled = dynamic_cast<runtime::CompiledExecutable*>(exes[i].get());
+      ASSERT_NE(compiled, nullptr);
+      const int64_t before = compiled->exact_fallbacks;
+      expect_matches_interpreter(*graphs[i], special, *exes[i], label + " (NaN and infinities)");
+      EXPECT_GT(compiled->exact_fallbacks, before) << "the exact path ran";
+      expect_matches_interpreter(*graphs[i], in, *exes[i], label + " (finite again)");
+    }
   }
 }
 
