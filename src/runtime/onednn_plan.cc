@@ -139,7 +139,7 @@ bool match_epilogue(const lower::Program& p, size_t prim_step, const BroadcastTe
   if (grp.outputs.size() != 1) return *why = "the next kernel has several outputs", false;
   std::set<const Node*> members(grp.nodes.begin(), grp.nodes.end());
   for (const Use& u : y->uses)
-    if (!members.count(u.user)) return *why = "the conv's output has other readers", false;
+    if (!members.count(u.user)) return *why = "its output has other readers", false;
   std::vector<const Value*> chain{y};
   std::vector<size_t> post_ops_at{0};  // post_ops.size() when chain[i] was produced
   std::vector<PostOp> ops;
