@@ -99,17 +99,18 @@ void Io::end(dnnl::stream& s) {
 }
 
 bool all_finite(const void* data, int64_t count, DType dt) {
-  bool bad = false;
+  // Branch-free OR of "exponent all ones" over the buffer: vectorises, one read at memory speed.
+  uint32_t bad = 0;
   if (dt == DType::F32) {
     const uint32_t* p = static_cast<const uint32_t*>(data);
-#pragma omp parallel for reduction(|| : bad) schedule(static)
-    for (int64_t i = 0; i < count; ++i) bad = bad || (p[i] & 0x7f800000u) == 0x7f800000u;
+#pragma omp parallel for reduction(| : bad) schedule(static) if (count > (1 << 16))
+    for (int64_t i = 0; i < count; ++i) bad |= uint32_t((p[i] & 0x7f800000u) == 0x7f800000u);
   } else {
     const uint16_t* p = static_cast<const uint16_t*>(data);
-#pragma omp parallel for reduction(|| : bad) schedule(static)
-    for (int64_t i = 0; i < count; ++i) bad = bad || (p[i] & 0x7f80u) == 0x7f80u;
+#pragma omp parallel for reduction(| : bad) schedule(static) if (count > (1 << 16))
+    for (int64_t i = 0; i < count; ++i) bad |= uint32_t((p[i] & 0x7f80u) == 0x7f80u);
   }
-  return !bad;
+  return bad == 0;
 }
 
 namespace {
