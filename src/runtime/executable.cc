@@ -143,6 +143,16 @@ std::vector<HostTensor> CompiledExecutable::run(const std::vector<HostTensor>& i
   };
   double kernel_total_us = 0;
   RunStats run_stats;
+  // Whether every float input of this run is finite: read once, when a oneDNN step first asks.
+  int inputs_finite = -1;
+  auto graph_inputs_finite = [&] {
+    if (inputs_finite < 0) {
+      inputs_finite = 1;
+      for (const HostTensor& t : inputs)
+        if (t.is_tensor() && !eager::onednn::all_finite(t.raw(), t.numel(), t.dtype())) inputs_finite = 0;
+    }
+    return inputs_finite == 1;
+  };
   // A library or host step: the eager kernel (or the interpreter) on its operand tensors.
   auto run_library = [&](size_t step_index, KernelRecord& rec) {
     const Step& step = steps[step_index];
@@ -196,9 +206,11 @@ std::vector<HostTensor> CompiledExecutable::run(const std::vector<HostTensor>& i
       const Clock::time_point t0 = Clock::now();
       // Post-ops on sources that are not all finite: the exact path (kernels/cpu/onednn_post_ops.h).
       const bool constant_w = w && node.inputs[1]->producer && node.inputs[1]->producer->op == Op::Constant;
-      const bool exact = op.folded_step >= 0 &&
-                         (op.conv ? !op.conv->sources_finite(x, broadcast, sum)
-                                  : op.matmul && !op.matmul->sources_finite(x, constant_w ? nullptr : w, broadcast, sum));
+      bool exact = false;
+      if (op.folded_step >= 0 && op.sources_finite_with_inputs) exact = !graph_inputs_finite();
+      else if (op.folded_step >= 0)
+        exact = op.conv ? !op.conv->sources_finite(x, broadcast, sum)
+                        : !op.matmul->sources_finite(x, constant_w ? nullptr : w, broadcast, sum);
       if (exact) {
         if (op.conv) op.conv->materialize_plain_sources(x, sum);
         KernelRecord eager_step, tail;

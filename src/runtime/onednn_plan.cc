@@ -332,6 +332,50 @@ void keep_blocked_chains(const lower::Program& p, std::map<size_t, OnednnStepPla
   }
 }
 
+// Ops whose result is finite when their operands are (short of overflow, outside the contract of a
+// sum in any order anyway): arithmetic that cannot divide by zero, take a log or a root, or
+// exponentiate without bound.
+bool preserves_finite(const Node& n) {
+  switch (n.op) {
+    case Op::Conv2d: case Op::MatMul: case Op::Add: case Op::Sub: case Op::Mul: case Op::Neg: case Op::Abs:
+    case Op::Relu: case Op::Clamp: case Op::Sigmoid: case Op::Tanh: case Op::Gelu: case Op::Erf:
+    case Op::Maximum: case Op::Minimum: case Op::MaxPool2d: case Op::AvgPool2d: case Op::GlobalAvgPool:
+    case Op::Softmax: case Op::LayerNorm: case Op::Reshape: case Op::Permute: case Op::Slice: case Op::Concat:
+    case Op::Where:
+      return true;
+    case Op::Div: {  // by a finite nonzero constant
+      const Node* d = n.inputs[1]->producer;
+      if (!d || d->op != Op::Constant) return false;
+      const HostTensor& t = d->attrs.get_tensor("value");
+      for (int64_t i = 0; i < t.numel(); ++i)
+        if (t.get_f64(i) == 0 || !std::isfinite(t.get_f64(i))) return false;
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+// The values of p's graph that are finite whenever its inputs are.
+std::set<const Value*> finite_with_inputs(const lower::Program& p) {
+  std::set<const Value*> closed(p.graph->inputs().begin(), p.graph->inputs().end());
+  for (const auto& node : p.graph->nodes()) {
+    const Node& n = *node;
+    bool ok;
+    if (n.op == Op::Constant) {
+      const HostTensor& t = n.attrs.get_tensor("value");
+      ok = !t.is_tensor() || !is_float(t.dtype()) || eager::onednn::all_finite(t.raw(), t.numel(), t.dtype());
+    } else {
+      ok = preserves_finite(n);
+      for (const Value* in : n.inputs)
+        if (in && is_float(in->type.dtype) && !closed.count(in)) ok = false;
+    }
+    if (ok)
+      for (const Value* out : n.outputs) closed.insert(out);
+  }
+  return closed;
+}
+
 // A max_pool2d / avg_pool2d node as oneDNN's pooling, when it computes exactly that.
 std::optional<eager::onednn::PoolSpec> pool_spec_of(const Node& n) {
   const Value* x = n.inputs[0];
@@ -428,6 +472,15 @@ std::map<size_t, OnednnStepPlan> plan_onednn_steps(lower::Program& p) {
     plans.emplace(k, std::move(plan));
   }
   keep_blocked_chains(p, plans);
+  const std::set<const Value*> closed = finite_with_inputs(p);
+  for (auto& [k, plan] : plans) {
+    if (plan.folded_step < 0) continue;
+    const Node& node = *p.steps[k].node;
+    bool ok = closed.count(node.inputs[0]) && (!plan.sum_operand || closed.count(plan.sum_operand));
+    if (plan.matmul) ok = ok && closed.count(node.inputs[1]);
+    for (const Value* v : plan.broadcast_operands) ok = ok && closed.count(v);
+    plan.sources_finite_with_inputs = ok;
+  }
   return plans;
 }
 

@@ -29,6 +29,10 @@ struct OnednnStepPlan {
   const Value* sum_operand = nullptr;              // the residual of a sum post-op
   std::vector<eager::onednn::PostOp> post_ops;
   std::string note;  // for explain: implementation, post-ops, why a tail was not folded
+  // Every source of the post-ops is finite whenever the graph's inputs are (finite constants and
+  // finite-preserving ops only): the run checks the graph's inputs once instead of these sources
+  // (kernels/cpu/onednn_post_ops.h).
+  bool sources_finite_with_inputs = false;
   // The conv or pool, which can hand over blocked results; null for a matmul.
   eager::onednn::BlockedIo* blocked() const {
     return conv ? static_cast<eager::onednn::BlockedIo*>(conv.get()) : pool.get();

@@ -98,19 +98,25 @@ void Io::end(dnnl::stream& s) {
   if (!y_kept && !(y_mem == y_user)) y_out.execute(s, y_mem, y_user);
 }
 
-bool all_finite(const void* data, int64_t count, DType dt) {
-  // Branch-free OR of "exponent all ones" over the buffer: vectorises, one read at memory speed.
+namespace {
+// OR over the buffer of "exponent all ones", branch-free so that it vectorises.
+template <typename Bits> bool no_all_ones_exponent(const void* data, int64_t count, Bits mask) {
+  const Bits* p = static_cast<const Bits*>(data);
   uint32_t bad = 0;
-  if (dt == DType::F32) {
-    const uint32_t* p = static_cast<const uint32_t*>(data);
 #pragma omp parallel for reduction(| : bad) schedule(static) if (count > (1 << 16))
-    for (int64_t i = 0; i < count; ++i) bad |= uint32_t((p[i] & 0x7f800000u) == 0x7f800000u);
-  } else {
-    const uint16_t* p = static_cast<const uint16_t*>(data);
-#pragma omp parallel for reduction(| : bad) schedule(static) if (count > (1 << 16))
-    for (int64_t i = 0; i < count; ++i) bad |= uint32_t((p[i] & 0x7f80u) == 0x7f80u);
-  }
+  for (int64_t i = 0; i < count; ++i) bad |= uint32_t((p[i] & mask) == mask);
   return bad == 0;
+}
+}  // namespace
+
+bool all_finite(const void* data, int64_t count, DType dt) {
+  switch (dt) {
+    case DType::F32: return no_all_ones_exponent<uint32_t>(data, count, 0x7f800000u);
+    case DType::BF16: return no_all_ones_exponent<uint16_t>(data, count, 0x7f80u);
+    case DType::F16: return no_all_ones_exponent<uint16_t>(data, count, 0x7c00u);
+    case DType::F64: return no_all_ones_exponent<uint64_t>(data, count, 0x7ff0000000000000ull);
+    default: return true;
+  }
 }
 
 namespace {

@@ -24,9 +24,6 @@ bool supports_dtype(DType d);
 // The post-op chain; every binary post-op reads a tensor of `binary_md` (broadcast over the output).
 dnnl::post_ops make_post_ops(const std::vector<PostOp>& ops, const dnnl::memory::desc& binary_md);
 
-// Whether `count` f32 or bf16 values are all finite (no NaN, no infinity); parallel, vectorised.
-bool all_finite(const void* data, int64_t count, DType dt);
-
 // A primitive's NCHW source and destination (onednn_handoff.h): Kiln's plain views, the
 // primitive's own layouts, the reorders between them, and the blocked hand-off state.
 struct Io {

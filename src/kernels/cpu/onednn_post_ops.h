@@ -4,7 +4,10 @@
 // (runtime/onednn_plan.h); dnnl types stay in the .cc files.
 #pragma once
 
+#include <cstdint>
 #include <string>
+
+#include "kiln/dtype.h"
 
 namespace kiln::eager::onednn {
 
@@ -29,6 +32,11 @@ std::string post_op_name(const PostOp& p);
 // takes the exact path: the eager kernel of the op (oneDNN's bf16 convs turn a NaN into NaNs beyond
 // its window, from zero-padded taps), then the generated kernel the post-ops replaced, then
 // adopt_plain_output. Finite sources cannot make a conv or GEMM produce a NaN short of overflow,
-// where no two summation orders agree anyway.
+// where no two summation orders agree anyway. A step whose sources are finite whenever the graph's
+// inputs are (runtime/onednn_plan.h) checks the graph's inputs instead, once per run.
+
+// Whether `count` values of a float dtype are all finite (no NaN, no infinity); other dtypes are.
+// Parallel and vectorised: one read at memory speed.
+bool all_finite(const void* data, int64_t count, DType dt);
 
 }  // namespace kiln::eager::onednn

@@ -204,3 +204,33 @@ TEST(OnednnConv, ConvChainsStayBlocked) {
 
 }  // namespace
 }  // namespace kiln::testing
+
+namespace kiln::testing {
+namespace {
+
+// A NaN made inside the graph (sqrt of a negative value) reaches a conv with a relu post-op: the
+// sources are not finite-with-the-inputs, so the conv checks its own source, finds the NaN and
+// takes the exact path; with finite inputs throughout the graph-input check alone decides.
+TEST(OnednnConv, NaNMadeInsideTheGraphTakesTheExactPath) {
+  auto g = std::make_unique<Graph>("sqrt_conv");
+  Value* x = g->add_input("x", f32({1, 6, 7, 7}));
+  Value* w = g->constant(HostTensor::random(DType::F32, {8, 6, 3, 3}, 3, -1, 1));
+  Value* y = g->add(Op::Conv2d, {g->add(Op::Sqrt, {x}), w},
+                    {{"strides", std::vector<int64_t>{1, 1}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+                     {"dilations", std::vector<int64_t>{1, 1}}, {"groups", int64_t(1)}});
+  g->set_outputs({g->add(Op::Relu, {y})});
+  auto exe = compile(*g, test_options());
+  auto* compiled = dynamic_cast<runtime::CompiledExecutable*>(exe.get());
+  ASSERT_NE(compiled, nullptr);
+  ASSERT_EQ(compiled->onednn_plans.size(), 1u);
+  EXPECT_FALSE(compiled->onednn_plans.begin()->second.sources_finite_with_inputs) << "sqrt can make a NaN";
+  std::vector<HostTensor> positive{HostTensor::random(DType::F32, {1, 6, 7, 7}, 4, 0.1, 2)};
+  expect_matches_interpreter(*g, positive, *exe, "sqrt of positives");
+  EXPECT_EQ(compiled->exact_fallbacks, 0);
+  std::vector<HostTensor> mixed{HostTensor::random(DType::F32, {1, 6, 7, 7}, 5, -2, 2)};
+  expect_matches_interpreter(*g, mixed, *exe, "sqrt of negatives: NaN into the conv");
+  EXPECT_EQ(compiled->exact_fallbacks, 1);
+}
+
+}  // namespace
+}  // namespace kiln::testing
