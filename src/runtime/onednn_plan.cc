@@ -340,9 +340,13 @@ bool preserves_finite(const Node& n) {
     case Op::Conv2d: case Op::MatMul: case Op::Add: case Op::Sub: case Op::Mul: case Op::Neg: case Op::Abs:
     case Op::Relu: case Op::Clamp: case Op::Sigmoid: case Op::Tanh: case Op::Gelu: case Op::Erf:
     case Op::Maximum: case Op::Minimum: case Op::MaxPool2d: case Op::AvgPool2d: case Op::GlobalAvgPool:
-    case Op::Softmax: case Op::LayerNorm: case Op::Reshape: case Op::Permute: case Op::Slice: case Op::Concat:
-    case Op::Where:
+    case Op::Softmax: case Op::LayerNorm: case Op::RmsNorm: case Op::Silu: case Op::ReduceSum: case Op::ReduceMean:
+    case Op::ReduceMax: case Op::ReduceMin: case Op::Reshape: case Op::Permute: case Op::Slice: case Op::Concat:
+    case Op::Where: case Op::Expand: case Op::Squeeze: case Op::Unsqueeze: case Op::Flatten: case Op::Split:
+    case Op::Gather: case Op::IndexSelect: case Op::Floor: case Op::Ceil: case Op::Round:
       return true;
+    case Op::Cast:  // to a float whose range holds every f32, f16 and integer value
+      return n.outputs[0]->type.dtype == DType::F32 || n.outputs[0]->type.dtype == DType::F64;
     case Op::Div: {  // by a finite nonzero constant
       const Node* d = n.inputs[1]->producer;
       if (!d || d->op != Op::Constant) return false;
