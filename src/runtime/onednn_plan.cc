@@ -126,6 +126,30 @@ std::optional<PostOp> self_product(const std::vector<PostOp>& tail, DType dt) {
   return std::nullopt;
 }
 
+// Merges consecutive linear post-ops into one, then checks that no eltwise algorithm appears twice
+// with different parameters. Why: oneDNN 2.6's brgemm kernels apply the first instance's alpha
+// and beta to every later post-op of the same algorithm (linear(1/6) then linear(+0.5) computed
+// x/36: hardsigmoid after MobileNetV3's squeeze-excite conv was wrong), so such chains are not
+// folded. Binary and sum post-ops are not affected.
+bool canonical_post_ops(std::vector<PostOp>* ops) {
+  std::vector<PostOp> merged;
+  for (const PostOp& op : *ops) {
+    if (op.kind == PostOp::kLinear && !merged.empty() && merged.back().kind == PostOp::kLinear) {
+      PostOp& prev = merged.back();  // a2 * (a1 x + b1) + b2
+      prev = {PostOp::kLinear, op.alpha * prev.alpha, op.alpha * prev.beta + op.beta};
+    } else {
+      merged.push_back(op);
+    }
+  }
+  for (size_t i = 0; i < merged.size(); ++i)
+    for (size_t j = i + 1; j < merged.size(); ++j)
+      if (!merged[i].is_binary() && merged[i].kind != PostOp::kSum && merged[i].kind == merged[j].kind &&
+          (merged[i].alpha != merged[j].alpha || merged[i].beta != merged[j].beta))
+        return false;
+  *ops = merged;
+  return true;
+}
+
 // The kernel step right after the conv or matmul, when it is exactly an elementwise tail oneDNN
 // can apply; `broadcast` tells the operands a binary post-op can read.
 bool match_epilogue(const lower::Program& p, size_t prim_step, const BroadcastTest& broadcast, OnednnStepPlan* plan,
@@ -196,6 +220,7 @@ bool match_epilogue(const lower::Program& p, size_t prim_step, const BroadcastTe
     post_ops_at.push_back(ops.size());
   }
   if (chain.back() != grp.outputs[0]) return *why = "the kernel's output is not the tail's end", false;
+  if (!canonical_post_ops(&ops)) return *why = "an activation repeats with other parameters (oneDNN 2.6 mixes them up)", false;
   // Every value of the tail but the last is read inside the kernel only.
   for (size_t i = 1; i + 1 < chain.size(); ++i)
     for (const Use& u : chain[i]->uses)
