@@ -61,6 +61,18 @@ dnnl::post_ops make_post_ops(const std::vector<PostOp>& ops, const dnnl::memory:
   return chain;
 }
 
+void bind_binary_operands(const std::vector<PostOp>& ops, std::vector<dnnl::memory>& mems,
+                          const std::vector<const void*>& operands, std::unordered_map<int, dnnl::memory>& args) {
+  KILN_CHECK(operands.size() == mems.size(), "oneDNN: ", mems.size(), " broadcast post-op operands expected, got ",
+             operands.size());
+  for (size_t i = 0, k = 0; i < ops.size(); ++i) {
+    if (!ops[i].is_binary()) continue;
+    mems[k].set_data_handle(const_cast<void*>(operands[k]));
+    args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(int(i)) | DNNL_ARG_SRC_1] = mems[k];
+    ++k;
+  }
+}
+
 void Io::init(const dnnl::memory::desc& xp, const dnnl::memory::desc& yp, const dnnl::memory::desc& x_desc,
               const dnnl::memory::desc& y_desc) {
   const dnnl::engine& eng = cpu_engine();

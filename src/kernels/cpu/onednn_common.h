@@ -2,6 +2,7 @@
 // and building a post-op chain. Why: one place that includes dnnl.hpp for both; not a public header.
 #pragma once
 
+#include <unordered_map>
 #include <vector>
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -23,6 +24,11 @@ bool supports_dtype(DType d);
 
 // The post-op chain; every binary post-op reads a tensor of `binary_md` (broadcast over the output).
 dnnl::post_ops make_post_ops(const std::vector<PostOp>& ops, const dnnl::memory::desc& binary_md);
+
+// Points the binary post-ops' memories at their operands (one per binary post-op, in order) and
+// adds them to a primitive's arguments.
+void bind_binary_operands(const std::vector<PostOp>& ops, std::vector<dnnl::memory>& mems,
+                          const std::vector<const void*>& operands, std::unordered_map<int, dnnl::memory>& args);
 
 // A primitive's NCHW source and destination (onednn_handoff.h): Kiln's plain views, the
 // primitive's own layouts, the reorders between them, and the blocked hand-off state.

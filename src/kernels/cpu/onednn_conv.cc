@@ -130,14 +130,7 @@ void PreparedConv::run(const void* x, const void* w, const void* bias, const std
     s.bias.set_data_handle(const_cast<void*>(bias));
     args[DNNL_ARG_BIAS] = s.bias;
   }
-  KILN_CHECK(channel_operands.size() == s.channel_mems.size(), "oneDNN conv: ", s.channel_mems.size(),
-             " per-channel operands expected, got ", channel_operands.size());
-  for (size_t i = 0, b = 0; i < s.spec.post_ops.size(); ++i) {
-    if (!s.spec.post_ops[i].is_binary()) continue;
-    s.channel_mems[b].set_data_handle(const_cast<void*>(channel_operands[b]));
-    args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(int(i)) | DNNL_ARG_SRC_1] = s.channel_mems[b];
-    ++b;
-  }
+  bind_binary_operands(s.spec.post_ops, s.channel_mems, channel_operands, args);
   s.conv.execute(s.stream, args);
   io_->end(s.stream);
   s.stream.wait();

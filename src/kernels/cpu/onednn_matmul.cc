@@ -108,14 +108,7 @@ void PreparedMatmul::run(const void* a, const void* b, const std::vector<const v
   // The sum post-op adds what the destination holds before the product.
   if (sum_operand && sum_operand != c) std::memcpy(c, sum_operand, s.c_mem.get_desc().get_size());
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, s.a_mem}, {DNNL_ARG_WEIGHTS, s.b_mem}, {DNNL_ARG_DST, s.c_mem}};
-  KILN_CHECK(column_operands.size() == s.column_mems.size(), "oneDNN matmul: ", s.column_mems.size(),
-             " per-column operands expected, got ", column_operands.size());
-  for (size_t i = 0, k = 0; i < s.spec.post_ops.size(); ++i) {
-    if (!s.spec.post_ops[i].is_binary()) continue;
-    s.column_mems[k].set_data_handle(const_cast<void*>(column_operands[k]));
-    args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(int(i)) | DNNL_ARG_SRC_1] = s.column_mems[k];
-    ++k;
-  }
+  bind_binary_operands(s.spec.post_ops, s.column_mems, column_operands, args);
   s.prim.execute(s.stream, args);
   s.stream.wait();
 }

@@ -2,8 +2,8 @@
 // it takes the source's (blocked) layout. ceil_mode's larger output is oneDNN's formula with a
 // larger right/bottom padding, which max pooling ignores and exclude-padding averages do not count.
 // oneDNN's max drops NaN (vmaxps keeps one operand); Kiln's max pool propagates it, so a max pool
-// scans its source for NaN (one read, vectorised) and, only when it finds one, writes NaN into
-// every output whose window holds it.
+// scans its source (all_finite, one vectorised read) and, only when it is not all finite, writes
+// NaN into every output whose window holds one.
 #include "kernels/cpu/onednn_pool.h"
 
 #include <cmath>
@@ -29,20 +29,6 @@ int64_t effective_pad_end(const PoolSpec& s, int d) {
 }
 
 // Whether a dense buffer of `count` f32 or bf16 values holds a NaN (blocked padding is zeros).
-bool has_nan(const void* data, int64_t count, DType dt) {
-  uint32_t found = 0;  // branch-free, as all_finite
-  if (dt == DType::F32) {
-    const uint32_t* p = static_cast<const uint32_t*>(data);
-#pragma omp parallel for reduction(| : found) schedule(static) if (count > (1 << 16))
-    for (int64_t i = 0; i < count; ++i) found |= uint32_t((p[i] & 0x7fffffffu) > 0x7f800000u);
-  } else {
-    const uint16_t* p = static_cast<const uint16_t*>(data);
-#pragma omp parallel for reduction(| : found) schedule(static) if (count > (1 << 16))
-    for (int64_t i = 0; i < count; ++i) found |= uint32_t((p[i] & 0x7fffu) > 0x7f80u);
-  }
-  return found != 0;
-}
-
 }  // namespace
 
 bool supports(const PoolSpec& s) {
@@ -111,7 +97,8 @@ void PreparedPool::run(const void* x, void* y) {
   const PoolSpec& p = s.spec;
   if (!p.max) return;
   const size_t elem = p.dtype == DType::F32 ? 4 : 2;
-  if (!has_nan(io_->x_mem.get_data_handle(), int64_t(io_->x_mem.get_desc().get_size() / elem), p.dtype)) return;
+  // all_finite: an infinity also sends the run here, where only NaN windows are rewritten.
+  if (all_finite(io_->x_mem.get_data_handle(), int64_t(io_->x_mem.get_desc().get_size() / elem), p.dtype)) return;
   // Rare: put NaN back. Plain copies of the source and result (reordered from blocked ones).
   std::vector<float> xs(size_t(p.x[0] * p.x[1] * p.x[2] * p.x[3])), ys(size_t(p.y[0] * p.y[1] * p.y[2] * p.y[3]));
   auto to_plain_f32 = [&](const dnnl::memory& m, const dnnl::memory::desc& plain, std::vector<float>& out) {

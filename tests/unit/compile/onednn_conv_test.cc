@@ -118,14 +118,18 @@ void check_all(DType dt, const std::vector<Tail>& tails) {
     expect_matches_interpreter(*graphs[i], in, *exes[i], label + " (second run: kept buffers)");
     const std::string explain = exes[i]->explain();
     EXPECT_NE(explain.find("oneDNN"), std::string::npos) << "the conv runs on oneDNN";
-    if (t == Tail::kClipScaleClip)
+    if (t == Tail::kClipScaleClip) {
       EXPECT_NE(explain.find("an activation repeats"), std::string::npos) << explain.substr(0, 3000);
-    if (folds(t))
+    }
+    if (folds(t)) {
       EXPECT_NE(explain.find("[folded into the conv before it]"), std::string::npos)
           << "the tail is folded as post-ops:\n" << explain.substr(0, explain.find("== Loop IR"));
+    }
     Scoreboard sb;
     exes[i]->run(in, &sb);
-    if (folds(t)) EXPECT_EQ(sb.kernels().size(), 1u) << "one step: the conv with its tail";
+    if (folds(t)) {
+      EXPECT_EQ(sb.kernels().size(), 1u) << "one step: the conv with its tail";
+    }
     // NaN and infinities in the source: oneDNN's post-ops would treat them otherwise (relu(-inf)
     // = NaN there), so the run takes the exact path and still matches.
     if (folds(t)) {
