@@ -61,6 +61,24 @@ TEST(OnednnPool, MatchesTheInterpreterBF16) {
   check_pools(DType::BF16);
 }
 
+// Max pools run Kiln's loop over oneDNN's channel blocks: 19 channels (two blocks of 8 and a
+// padded one), every special value in the source — a NaN wins its window, -inf loses unless alone
+// with -inf, +inf wins — and a plain source, which the pool reorders into a blocked layout itself.
+TEST(OnednnPool, MaxPoolKeepsNaNAndInfinitiesInEveryLane) {
+  PoolCase c{"max 3x3 s2 ceil, special values", Op::MaxPool2d, {2, 19, 15, 14}, {3, 3}, {2, 2}, {0, 1, 0, 1}, {1, 1}, 1, 0};
+  auto g = pool_graph(c, DType::F32);
+  auto exe = compile(*g, test_options());
+  HostTensor x = HostTensor::random(DType::F32, c.x, 77, -3, 3);
+  float* d = x.data<float>();
+  const float inf = std::numeric_limits<float>::infinity();
+  for (int64_t i = 0; i < x.numel(); i += 37) d[i] = std::numeric_limits<float>::quiet_NaN();
+  for (int64_t i = 11; i < x.numel(); i += 53) d[i] = inf;
+  for (int64_t i = 5; i < x.numel(); i += 7) d[i] = -inf;
+  for (int64_t i = 3; i < x.numel(); i += 41) d[i] = -0.0f;
+  expect_matches_interpreter(*g, {x}, *exe, c.label);
+  EXPECT_NE(exe->explain().find("oneDNN"), std::string::npos) << exe->explain().substr(0, 2000);
+}
+
 // An average that counts padding must not reach into ceil_mode's extra border (oneDNN would count
 // it too): that one stays on the eager kernel, still correct.
 TEST(OnednnPool, CeilModeIncludePadStaysEager) {
