@@ -201,7 +201,7 @@ std::vector<HostTensor> CompiledExecutable::run(const std::vector<HostTensor>& i
       const void* sum = op.sum_operand ? pointer_of(schedule.storage_of(op.sum_operand)) : nullptr;
       void* y = pointer_of(op.out);
       const void* x = raw(node.inputs[0]);
-      const void* w = node.inputs.size() > 1 ? raw(node.inputs[1]) : nullptr;
+      const void* w = node.inputs.size() > 1 && !op.concat ? raw(node.inputs[1]) : nullptr;
       const void* bias = op.conv && node.inputs.size() > 2 && node.inputs[2] ? raw(node.inputs[2]) : nullptr;
       const Clock::time_point t0 = Clock::now();
       // Post-ops on sources that are not all finite: the exact path (kernels/cpu/onednn_post_ops.h).
@@ -223,6 +223,10 @@ std::vector<HostTensor> CompiledExecutable::run(const std::vector<HostTensor>& i
         op.conv->run(x, w, bias, broadcast, sum, y);
       } else if (op.pool) {
         op.pool->run(x, y);
+      } else if (op.concat) {
+        std::vector<const void*> xs;
+        for (const Value* v : node.inputs) xs.push_back(raw(v));
+        op.concat->run(xs, y);
       } else {
         op.matmul->run(x, w, broadcast, sum, y);
       }
@@ -237,8 +241,10 @@ std::vector<HostTensor> CompiledExecutable::run(const std::vector<HostTensor>& i
       for (const Value* v : op.broadcast_operands) rec.bytes_read += value_bytes(v, bindings);
       if (op.sum_operand) rec.bytes_read += value_bytes(op.sum_operand, bindings);
       rec.bytes_written = value_bytes(op.out, bindings);
-      // conv: 2 * outputs * (C/groups * kH * kW); matmul: 2 * outputs * K; pool: outputs * kH * kW.
-      if (op.pool) {
+      // conv: 2 * outputs * (C/groups * kH * kW); matmul: 2 * outputs * K; pool: outputs * kH * kW; concat: none.
+      if (op.concat) {
+        rec.flops = 0;
+      } else if (op.pool) {
         const auto& kernel = node.attrs.get_ints("kernel");
         rec.flops = double(op.out->type.numel().evaluate(bindings)) * double(kernel[0] * kernel[1]);
       } else {

@@ -331,7 +331,11 @@ void keep_blocked_chains(const lower::Program& p, std::map<size_t, OnednnStepPla
     std::vector<std::pair<size_t, bool>> readers;  // (plan step, as residual)
     bool ok = true;
     for (const Use& u : v->uses) {
-      if (auto c = primitive_at.find(u.user); c != primitive_at.end() && u.operand_index == 0 && c->second > k) {
+      auto c = primitive_at.find(u.user);
+      if (c != primitive_at.end() && c->second > k && plans.at(c->second).concat) {
+        ok = plans.at(c->second).concat->can_take_source(size_t(u.operand_index), *plan.blocked());
+        readers.push_back({c->second, false});
+      } else if (c != primitive_at.end() && u.operand_index == 0 && c->second > k) {
         ok = plan.blocked()->can_feed_source(*plans.at(c->second).blocked());
         readers.push_back({c->second, false});
       } else if (auto f = folded_into.find(u.user); f != folded_into.end() && f->second > k &&
@@ -345,8 +349,19 @@ void keep_blocked_chains(const lower::Program& p, std::map<size_t, OnednnStepPla
     }
     if (!ok) continue;
     std::string to;
+    for (const Use& u : v->uses) {  // a concat's sources, by operand (a value may be several)
+      auto c = primitive_at.find(u.user);
+      if (c != primitive_at.end() && plans.at(c->second).concat)
+        plans.at(c->second).concat->take_source(size_t(u.operand_index), *plan.blocked());
+    }
     for (auto [q, residual] : readers) {
       OnednnStepPlan& reader = plans.at(q);
+      if (reader.concat) {
+        if (reader.note.find(str("from step ", k, ")")) == std::string::npos)
+          reader.note += str(" (source read blocked from step ", k, ")");
+        if (to.find(str(q)) == std::string::npos) to += str(to.empty() ? "" : ", ", q);
+        continue;
+      }
       if (residual) plan.blocked()->feed_residual(*reader.blocked());
       else plan.blocked()->feed_source(*reader.blocked());
       reader.note += str(residual ? " (residual read blocked from step " : " (source read blocked from step ", k, ")");
@@ -432,6 +447,33 @@ std::optional<eager::onednn::PoolSpec> pool_spec_of(const Node& n) {
   return s;
 }
 
+// A concat of 4-D tensors along channels (axis 1) as oneDNN's concat, when every source is a
+// contiguous buffer.
+std::optional<eager::onednn::ConcatSpec> concat_spec_of(const lower::Program& p, const Node& n) {
+  const Value* y = n.outputs[0];
+  if (!y->type.is_static() || y->type.shape.size() != 4) return std::nullopt;
+  int64_t axis = n.attrs.get_int("axis");
+  if (axis < 0) axis += 4;
+  if (axis != 1) return std::nullopt;
+  eager::onednn::ConcatSpec s;
+  s.dtype = y->type.dtype;
+  for (int i = 0; i < 4; ++i) s.y[i] = y->type.shape[size_t(i)].constant();
+  for (const Value* x : n.inputs) {
+    if (!x || !x->type.is_static() || x->type.dtype != s.dtype || x->type.shape.size() != 4 || !contiguous_storage(p, x))
+      return std::nullopt;
+    s.x.push_back(x->type.static_shape());
+  }
+  if (!eager::onednn::supports(s)) return std::nullopt;
+  return s;
+}
+
+// The planned conv, pool or concat whose result is `v`, if any.
+const eager::onednn::BlockedIo* blocked_producer(const std::map<size_t, OnednnStepPlan>& plans, const Value* v) {
+  for (const auto& [q, other] : plans)
+    if (other.out == v && other.blocked()) return other.blocked();
+  return nullptr;
+}
+
 }  // namespace
 
 std::map<size_t, OnednnStepPlan> plan_onednn_steps(lower::Program& p) {
@@ -449,13 +491,26 @@ std::map<size_t, OnednnStepPlan> plan_onednn_steps(lower::Program& p) {
       broadcast = [channels](const Value* x) { return is_per_channel(x, channels); };
     } else if (node.op == Op::MatMul && (mm = matmul_spec_of(node))) {
       broadcast = [y](const Value* x) { return is_per_column(x, y); };
+    } else if (node.op == Op::Concat) {
+      std::optional<eager::onednn::ConcatSpec> cs = concat_spec_of(p, node);
+      if (!cs) continue;
+      std::vector<const eager::onednn::BlockedIo*> like;
+      for (const Value* x : node.inputs) like.push_back(blocked_producer(plans, x));
+      OnednnStepPlan plan;
+      try {
+        plan.concat = std::make_shared<eager::onednn::PreparedConcat>(*cs, like);
+      } catch (const Error&) {
+        continue;  // the eager kernel runs it
+      }
+      plan.out = y;
+      plan.note = str("oneDNN ", plan.concat->implementation());
+      plans.emplace(k, std::move(plan));
+      continue;
     } else if (node.op == Op::MaxPool2d || node.op == Op::AvgPool2d) {
       std::optional<eager::onednn::PoolSpec> ps = pool_spec_of(node);
       if (!ps) continue;
       // Laid out like the conv or pool that produces its source, so that one can hand it over.
-      const eager::onednn::BlockedIo* like = nullptr;
-      for (auto& [q, other] : plans)
-        if (other.out == node.inputs[0] && other.blocked()) like = other.blocked();
+      const eager::onednn::BlockedIo* like = blocked_producer(plans, node.inputs[0]);
       OnednnStepPlan plan;
       try {
         plan.pool = std::make_shared<eager::onednn::PreparedPool>(*ps, like);

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/onednn_concat.h"
 #include "kernels/cpu/onednn_conv.h"
 #include "kernels/cpu/onednn_matmul.h"
 #include "kernels/cpu/onednn_pool.h"
@@ -22,7 +23,8 @@ namespace kiln::runtime {
 struct OnednnStepPlan {
   std::shared_ptr<eager::onednn::PreparedConv> conv;      // a Conv2d step, or
   std::shared_ptr<eager::onednn::PreparedMatmul> matmul;  // a MatMul step, or
-  std::shared_ptr<eager::onednn::PreparedPool> pool;      // a MaxPool2d / AvgPool2d step
+  std::shared_ptr<eager::onednn::PreparedPool> pool;      // a MaxPool2d / AvgPool2d step, or
+  std::shared_ptr<eager::onednn::PreparedConcat> concat;  // a channel Concat step
   int folded_step = -1;                            // the epilogue kernel step it replaces, or -1
   const Value* out = nullptr;                      // what the primitive writes (the kernel's output when folded)
   std::vector<const Value*> broadcast_operands;    // the binary post-ops' per-channel / per-column operands, in order
@@ -33,13 +35,15 @@ struct OnednnStepPlan {
   // finite-preserving ops only): the run checks the graph's inputs once instead of these sources
   // (kernels/cpu/onednn_post_ops.h).
   bool sources_finite_with_inputs = false;
-  // The conv or pool, which can hand over blocked results; null for a matmul.
+  // The conv, pool or concat, which can hand over blocked results; null for a matmul.
   eager::onednn::BlockedIo* blocked() const {
-    return conv ? static_cast<eager::onednn::BlockedIo*>(conv.get()) : pool.get();
+    if (conv) return conv.get();
+    if (pool) return pool.get();
+    return concat.get();
   }
 };
 
-// Plans every static f32/bf16 Conv2d, MatMul and 2-D pooling library step of `p` that oneDNN can run (keyed by
+// Plans every static f32/bf16 Conv2d, MatMul, 2-D pooling and channel Concat library step of `p` that oneDNN can run (keyed by
 // step index). Moves the first write of a folded kernel's arena output to the primitive's step.
 // Steps oneDNN cannot build stay on the eager kernels (absent from the map).
 std::map<size_t, OnednnStepPlan> plan_onednn_steps(lower::Program& p);

@@ -163,6 +163,17 @@ void Io::adopt_plain_output(dnnl::stream& s, const void* y) {
   s.wait();
 }
 
+std::optional<Geometry> geometry_of(const dnnl::memory::desc& d) {
+  const dnnl_memory_desc_t& m = d.data;
+  if (m.format_kind != dnnl_blocked || m.ndims != 4 || m.offset0 != 0) return std::nullopt;
+  const dnnl_blocking_desc_t& b = m.format_desc.blocking;
+  Geometry g;
+  for (int i = 0; i < 4; ++i) g.stride[i] = b.strides[i];
+  if (b.inner_nblks == 1 && b.inner_idxs[0] == 1) g.block = b.inner_blks[0];
+  else if (b.inner_nblks != 0) return std::nullopt;
+  return g;
+}
+
 BlockedIo::BlockedIo() : io_(std::make_unique<Io>()) {}
 BlockedIo::~BlockedIo() = default;
 

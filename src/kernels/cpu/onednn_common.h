@@ -2,6 +2,7 @@
 // and building a post-op chain. Why: one place that includes dnnl.hpp for both; not a public header.
 #pragma once
 
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -30,6 +31,16 @@ dnnl::post_ops make_post_ops(const std::vector<PostOp>& ops, const dnnl::memory:
 void bind_binary_operands(const std::vector<PostOp>& ops, std::vector<dnnl::memory>& mems,
                           const std::vector<const void*>& operands, std::unordered_map<int, dnnl::memory>& args);
 
+// Where element (n, c, h, w) of a blocked or plain NCHW layout is: the outer strides and the size
+// of the innermost channel block (1 for plain layouts).
+struct Geometry {
+  int64_t stride[4];
+  int64_t block = 1;
+};
+
+// The geometry of `d` when it is plain or blocked on channels only (nChw8c, nChw16c); else none.
+std::optional<Geometry> geometry_of(const dnnl::memory::desc& d);
+
 // A primitive's NCHW source and destination (onednn_handoff.h): Kiln's plain views, the
 // primitive's own layouts, the reorders between them, and the blocked hand-off state.
 struct Io {
@@ -39,6 +50,8 @@ struct Io {
   dnnl::reorder x_in, y_out, residual_in;      // created once, where the layouts differ
   bool x_fed = false, y_kept = false;          // x_mem is a producer's y_mem; y stays in y_mem
   dnnl::memory residual_fed;                   // a producer's blocked y_mem a sum post-op starts from
+  // y_mem points into a concat's destination (onednn_concat.cc); it can be lent to one place only.
+  mutable bool y_lent = false;
 
   // Creates the memories and reorders for a primitive whose layouts are `x_desc` and `y_desc`.
   void init(const dnnl::memory::desc& x_plain, const dnnl::memory::desc& y_plain, const dnnl::memory::desc& x_desc,

@@ -31,25 +31,6 @@ int64_t effective_pad_end(const PoolSpec& s, int d) {
   return (s.y[2 + d] - 1) * s.strides[d] + span - s.x[2 + d] - s.pads[d];
 }
 
-// Where element (n, c, h, w) of a blocked or plain NCHW layout is: the outer strides and the size
-// of the innermost channel block (1 for plain layouts).
-struct Geometry {
-  int64_t stride[4];
-  int64_t block = 1;
-};
-
-// The geometry of `d` when it is plain or blocked on channels only (nChw8c, nChw16c); else none.
-std::optional<Geometry> geometry_of(const memory::desc& d) {
-  const dnnl_memory_desc_t& m = d.data;
-  if (m.format_kind != dnnl_blocked || m.ndims != 4 || m.offset0 != 0) return std::nullopt;
-  const dnnl_blocking_desc_t& b = m.format_desc.blocking;
-  Geometry g;
-  for (int i = 0; i < 4; ++i) g.stride[i] = b.strides[i];
-  if (b.inner_nblks == 1 && b.inner_idxs[0] == 1) g.block = b.inner_blks[0];
-  else if (b.inner_nblks != 0) return std::nullopt;
-  return g;
-}
-
 // Four lanes of f32 (GCC vector extensions: one SSE register, which every x86-64 build has; wider
 // generic vectors are lowered lane by lane without AVX).
 typedef float Lanes __attribute__((vector_size(16)));
