@@ -474,6 +474,20 @@ const eager::onednn::BlockedIo* blocked_producer(const std::map<size_t, OnednnSt
   return nullptr;
 }
 
+// Plans step k (a pool or concat, no tail) with the primitive `make` builds into the plan; `make`
+// returns oneDNN's implementation name. When oneDNN refuses, the eager kernel runs the step.
+template <typename Make>
+void add_layout_plan(std::map<size_t, OnednnStepPlan>& plans, size_t k, const Value* y, Make make) {
+  OnednnStepPlan plan;
+  try {
+    plan.note = str("oneDNN ", make(plan));
+  } catch (const Error&) {
+    return;
+  }
+  plan.out = y;
+  plans.emplace(k, std::move(plan));
+}
+
 }  // namespace
 
 std::map<size_t, OnednnStepPlan> plan_onednn_steps(lower::Program& p) {
@@ -496,30 +510,20 @@ std::map<size_t, OnednnStepPlan> plan_onednn_steps(lower::Program& p) {
       if (!cs) continue;
       std::vector<const eager::onednn::BlockedIo*> like;
       for (const Value* x : node.inputs) like.push_back(blocked_producer(plans, x));
-      OnednnStepPlan plan;
-      try {
+      add_layout_plan(plans, k, y, [&](OnednnStepPlan& plan) {
         plan.concat = std::make_shared<eager::onednn::PreparedConcat>(*cs, like);
-      } catch (const Error&) {
-        continue;  // the eager kernel runs it
-      }
-      plan.out = y;
-      plan.note = str("oneDNN ", plan.concat->implementation());
-      plans.emplace(k, std::move(plan));
+        return plan.concat->implementation();
+      });
       continue;
     } else if (node.op == Op::MaxPool2d || node.op == Op::AvgPool2d) {
       std::optional<eager::onednn::PoolSpec> ps = pool_spec_of(node);
       if (!ps) continue;
       // Laid out like the conv or pool that produces its source, so that one can hand it over.
       const eager::onednn::BlockedIo* like = blocked_producer(plans, node.inputs[0]);
-      OnednnStepPlan plan;
-      try {
+      add_layout_plan(plans, k, y, [&](OnednnStepPlan& plan) {
         plan.pool = std::make_shared<eager::onednn::PreparedPool>(*ps, like);
-      } catch (const Error&) {
-        continue;  // the eager kernel runs it
-      }
-      plan.out = y;
-      plan.note = str("oneDNN ", plan.pool->implementation());
-      plans.emplace(k, std::move(plan));
+        return plan.pool->implementation();
+      });
       continue;
     } else {
       continue;

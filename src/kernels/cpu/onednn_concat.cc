@@ -126,14 +126,11 @@ bool PreparedConcat::writes_in_place(size_t i) const { return i < s_->aliased.si
 void PreparedConcat::run(const std::vector<const void*>& xs, void* y) {
   State& s = *s_;
   KILN_CHECK(xs.size() == s.mem.size(), "oneDNN concat: ", s.mem.size(), " sources expected, got ", xs.size());
-  std::unordered_map<int, memory> args;
   for (size_t i = 0; i < xs.size(); ++i) {
-    if (!s.fed[i]) {
-      s.user[i].set_data_handle(const_cast<void*>(xs[i]));
-      // A source planned blocked whose producer did not hand it over: bring the plain one in.
-      if (!(s.mem[i] == s.user[i])) s.in[i].execute(s.stream, s.user[i], s.mem[i]);
-    }
-    args[DNNL_ARG_MULTIPLE_SRC + int(i)] = s.mem[i];
+    if (s.fed[i]) continue;
+    s.user[i].set_data_handle(const_cast<void*>(xs[i]));
+    // A source planned blocked whose producer did not hand it over: bring the plain one in.
+    if (!(s.mem[i] == s.user[i])) s.in[i].execute(s.stream, s.user[i], s.mem[i]);
   }
   io_->y_user.set_data_handle(y);
   if (s.block_copy) {
@@ -149,7 +146,8 @@ void PreparedConcat::run(const std::vector<const void*>& xs, void* y) {
                     size_t(s.plane_bytes[size_t(i)]));
       }
   } else {
-    args[DNNL_ARG_DST] = io_->y_mem;
+    std::unordered_map<int, memory> args{{DNNL_ARG_DST, io_->y_mem}};
+    for (size_t i = 0; i < s.mem.size(); ++i) args[DNNL_ARG_MULTIPLE_SRC + int(i)] = s.mem[i];
     s.prim.execute(s.stream, args);
   }
   io_->end(s.stream);

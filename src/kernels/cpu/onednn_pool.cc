@@ -56,12 +56,7 @@ void store4(uint16_t* p, Lanes v) {  // exact: every lane is one of the bf16 inp
   for (int i = 0; i < 4; ++i) p[i] = uint16_t(b[i] >> 16);
 }
 float load1(const float* p) { return *p; }
-float load1(const uint16_t* p) {
-  const uint32_t bits = uint32_t(*p) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
+float load1(const uint16_t* p) { return detail::bf16_bits_to_float(*p); }
 void store1(float* p, float v) { *p = v; }
 void store1(uint16_t* p, float v) {
   uint32_t bits;
