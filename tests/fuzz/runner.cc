@@ -189,8 +189,9 @@ int replay(const std::vector<std::string>& paths, const RunOptions& opt, const s
                 << v.detail.substr(0, 400) << "\n";
       if (!known) ++unexpected;
     } else {
-      std::cout << (known ? "fixed " : "ok    ") << name << (known ? " (listed as known failing: take it off the list)" : "")
-                << "\n";
+      std::cout << (known ? "fixed " : "ok    ") << name;
+      if (v.outcome != Outcome::Match) std::cout << " (" << outcome_name(v.outcome) << ")";
+      std::cout << (known ? " (listed as known failing: take it off the list)" : "") << "\n";
     }
   }
   std::error_code ec;
