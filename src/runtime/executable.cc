@@ -204,20 +204,22 @@ std::vector<HostTensor> CompiledExecutable::run(const std::vector<HostTensor>& i
       const void* w = node.inputs.size() > 1 && !op.concat ? raw(node.inputs[1]) : nullptr;
       const void* bias = op.conv && node.inputs.size() > 2 && node.inputs[2] ? raw(node.inputs[2]) : nullptr;
       const Clock::time_point t0 = Clock::now();
-      // Post-ops on sources that are not all finite: the exact path (kernels/cpu/onednn_post_ops.h).
+      // Post-ops (kernels/cpu/onednn_post_ops.h), or a kernel that mishandles non-finite values by
+      // itself (mishandles_nonfinite), on sources that are not all finite: the exact path.
       const bool constant_w = w && node.inputs[1]->producer && node.inputs[1]->producer->op == Op::Constant;
       bool exact = false;
-      if (op.folded_step >= 0 && op.sources_finite_with_inputs) exact = !graph_inputs_finite();
-      else if (op.folded_step >= 0)
-        exact = op.conv ? !op.conv->sources_finite(x, broadcast, sum)
+      if (op.checks_sources() && op.sources_finite_with_inputs) exact = !graph_inputs_finite();
+      else if (op.checks_sources())
+        exact = op.conv ? !op.conv->sources_finite(x, constant_w ? nullptr : w, broadcast, sum)
                         : !op.matmul->sources_finite(x, constant_w ? nullptr : w, broadcast, sum);
       if (exact) {
         if (op.conv) op.conv->materialize_plain_sources(x, sum);
         KernelRecord eager_step, tail;
         run_library(step_index, eager_step);
         --run_stats.library_steps;  // one step, counted below
-        run_kernel(size_t(op.folded_step), tail);
-        if (op.conv) op.conv->adopt_plain_output(y);
+        if (op.folded_step >= 0) run_kernel(size_t(op.folded_step), tail);
+        // The eager result is held apart from the arena when no kernel step wrote it there.
+        if (op.conv) op.conv->adopt_plain_output(op.folded_step >= 0 ? y : raw(node.outputs[0]));
         ++exact_fallbacks;
       } else if (op.conv) {
         op.conv->run(x, w, bias, broadcast, sum, y);

@@ -562,10 +562,10 @@ std::map<size_t, OnednnStepPlan> plan_onednn_steps(lower::Program& p) {
   keep_blocked_chains(p, plans);
   const std::set<const Value*> closed = finite_with_inputs(p);
   for (auto& [k, plan] : plans) {
-    if (plan.folded_step < 0) continue;
+    if (!plan.checks_sources() || plan.pool || plan.concat) continue;
     const Node& node = *p.steps[k].node;
     bool ok = closed.count(node.inputs[0]) && (!plan.sum_operand || closed.count(plan.sum_operand));
-    if (plan.matmul) ok = ok && closed.count(node.inputs[1]);
+    ok = ok && closed.count(node.inputs[1]);  // the matmul's B, the conv's weights
     for (const Value* v : plan.broadcast_operands) ok = ok && closed.count(v);
     plan.sources_finite_with_inputs = ok;
   }

@@ -35,6 +35,11 @@ struct OnednnStepPlan {
   // finite-preserving ops only): the run checks the graph's inputs once instead of these sources
   // (kernels/cpu/onednn_post_ops.h).
   bool sources_finite_with_inputs = false;
+  // Whether the run checks the sources before the primitive: post-ops, or a kernel that mishandles
+  // non-finite values by itself (PreparedConv/PreparedMatmul::mishandles_nonfinite).
+  bool checks_sources() const {
+    return folded_step >= 0 || (conv && conv->mishandles_nonfinite()) || (matmul && matmul->mishandles_nonfinite());
+  }
   // The conv, pool or concat, which can hand over blocked results; null for a matmul.
   eager::onednn::BlockedIo* blocked() const {
     if (conv) return conv.get();

@@ -40,6 +40,9 @@ struct PreparedConv::State {
   std::vector<memory> channel_mems;
   dnnl::reorder w_in;   // created once, where the layouts differ
   bool weights_ready = false;
+  bool weights_finite = true;        // of the constant weights
+  bool gemm_over_padding = false;    // see mishandles_nonfinite
+  bool weights_matter = false;       // whether sources_finite reads the weights
 };
 
 PreparedConv::PreparedConv(const ConvSpec& spec) : s_(std::make_unique<State>()) {
@@ -81,15 +84,25 @@ PreparedConv::PreparedConv(const ConvSpec& spec) : s_(std::make_unique<State>())
   for (const PostOp& p : spec.post_ops)
     if (p.is_binary()) s.channel_mems.push_back(memory(channel_md, eng, DNNL_MEMORY_NONE));
   if (!(s.w_mem == s.w_user)) s.w_in = dnnl::reorder(s.w_user, s.w_mem);
+  const bool padded = spec.pads[0] || spec.pads[1] || spec.pads[2] || spec.pads[3];
+  s.gemm_over_padding = padded && implementation().find("gemm") != std::string::npos;
+  s.weights_matter = s.gemm_over_padding || spec.dtype == DType::BF16;
 }
 
 PreparedConv::~PreparedConv() = default;
 
 std::string PreparedConv::implementation() const { return s_->pd.impl_info_str(); }
 
-bool PreparedConv::sources_finite(const void* x, const std::vector<const void*>& channel_operands,
+bool PreparedConv::mishandles_nonfinite() const { return s_->weights_matter; }
+
+bool PreparedConv::sources_finite(const void* x, const void* w, const std::vector<const void*>& channel_operands,
                                   const void* sum_operand) const {
   const State& s = *s_;
+  if (s.weights_matter) {
+    if (!s.weights_finite) return false;
+    const ConvSpec& p = s.spec;
+    if (!s.weights_ready && !all_finite(w, p.w[0] * p.w[1] * p.w[2] * p.w[3], p.dtype)) return false;
+  }
   for (const void* c : channel_operands)
     if (!all_finite(c, s.spec.y[1], s.spec.dtype)) return false;
   return io_->sources_finite(x, sum_operand, s.spec.dtype);
@@ -111,6 +124,8 @@ void PreparedConv::set_constant_weights(const void* w) {
     s.w_in.execute(s.stream, s.w_user, s.w_mem);
     s.stream.wait();
   }
+  const ConvSpec& p = s.spec;
+  s.weights_finite = all_finite(w, p.w[0] * p.w[1] * p.w[2] * p.w[3], p.dtype);
   s.weights_ready = true;
 }
 

@@ -43,8 +43,17 @@ class PreparedConv : public BlockedIo {
            const void* sum_operand, void* y);
   std::string implementation() const;  // oneDNN's implementation name, e.g. "brgconv:avx512_core"
 
-  // The exact path for sources that are not all finite (onednn_post_ops.h).
-  bool sources_finite(const void* x, const std::vector<const void*>& channel_operands, const void* sum_operand) const;
+  // Whether oneDNN's kernel mishandles non-finite sources even without post-ops: every bf16 conv
+  // (denormals read as zero, odd channel counts read one channel past the last against zero weight
+  // padding: PreparedMatmul::mishandles_nonfinite), and an im2col (gemm) conv with padding, which
+  // multiplies every weight by the padding's zeros (inf * 0 = NaN where the reference skips
+  // padding). The run then checks sources_finite first, as for post-ops.
+  bool mishandles_nonfinite() const;
+  // The exact path for sources that are not all finite (onednn_post_ops.h). `w` is read only where
+  // mishandles_nonfinite says weights matter and they are not constant (constant ones are checked
+  // once).
+  bool sources_finite(const void* x, const void* w, const std::vector<const void*>& channel_operands,
+                      const void* sum_operand) const;
   // Writes the plain x and residual from the blocked ones when they were handed over, for the
   // eager kernels of the exact path to read.
   void materialize_plain_sources(const void* x, const void* sum_operand);

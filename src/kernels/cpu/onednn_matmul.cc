@@ -69,6 +69,8 @@ PreparedMatmul::~PreparedMatmul() = default;
 
 std::string PreparedMatmul::implementation() const { return s_->pd.impl_info_str(); }
 
+bool PreparedMatmul::mishandles_nonfinite() const { return s_->spec.dtype == DType::BF16; }
+
 bool PreparedMatmul::sources_finite(const void* a, const void* b, const std::vector<const void*>& column_operands,
                                     const void* sum_operand) const {
   const State& s = *s_;
