@@ -219,6 +219,72 @@ void excuse_overflowing_partial_sums(const HostTensor& got, HostTensor& want) {
   if (excused) want = HostTensor::from_doubles(dt, want.shape(), w);
 }
 
+// A fused kernel reads an f16/bf16 intermediate as the float it computed, not as the value it
+// stored: anything within half an ulp of the stored value. An elementwise node is right for what
+// it read when its compiled value lies in the range the op spans (in f32) over operands moved by
+// -1/2, 0 and +1/2 ulp of their dtype (NaN where one of those is NaN): log of a row sum stored as
+// 1 but read as 1 + 6e-8, acos of a cosh stored as 1 but read just above it. Such elements of
+// `want` are replaced by `got`. Operands that are graph inputs were read exactly.
+void excuse_rounded_operands(const Node& n, const std::vector<HostTensor>& operands, const HostTensor& got,
+                             HostTensor& want, const testing::Tolerance& tol,
+                             const std::map<std::string, int64_t>& bindings) {
+  if (!n.info().has(kElementwise) || reads_rounded_operand(n) || n.outputs.size() != 1 || operands.size() > 2 ||
+      !is_float(got.dtype()) || got.shape() != want.shape())
+    return;
+  std::vector<size_t> narrow;
+  for (size_t i = 0; i < operands.size(); ++i)
+    if (is_16bit_float(operands[i].dtype()) && n.inputs[i]->producer) narrow.push_back(i);
+  if (narrow.empty()) return;
+  Graph wide;
+  std::vector<Value*> ins;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    TensorType t = n.inputs[i]->type;
+    t.shape = Shape(operands[i].shape().begin(), operands[i].shape().end());
+    if (is_16bit_float(t.dtype)) t.dtype = DType::F32;
+    ins.push_back(wide.add_input(str("x", i), t));
+  }
+  auto moved = [&](size_t i, int half_ulps) {
+    const HostTensor& t = operands[i];
+    std::vector<double> v = t.to_doubles();
+    for (double& e : v)
+      if (std::isfinite(e)) e += half_ulps * testing::ulp_of(t.dtype(), e) / 2;
+    return HostTensor::from_doubles(is_16bit_float(t.dtype()) ? DType::F32 : t.dtype(), t.shape(), v);
+  };
+  std::vector<std::vector<double>> candidates;
+  try {
+    wide.add(n.op, ins, n.attrs);
+    const Node& op = *wide.node_list().at(0);
+    for (int c = 0; c < (narrow.size() == 1 ? 3 : 9); ++c) {
+      std::vector<HostTensor> args;
+      for (size_t i = 0; i < operands.size(); ++i) {
+        int shift = 0;
+        for (size_t k = 0; k < narrow.size(); ++k)
+          if (narrow[k] == i) shift = (k == 0 ? c % 3 : c / 3) - 1;
+        args.push_back(moved(i, shift));
+      }
+      candidates.push_back(interp::run_node(op, args, bindings).at(0).to_doubles());
+    }
+  } catch (const std::exception&) {
+    return;
+  }
+  std::vector<double> g = got.to_doubles(), w = want.to_doubles();
+  bool excused = false;
+  for (size_t i = 0; i < w.size(); ++i) {
+    bool some_nan = false, ok = false;
+    double lo = INFINITY, hi = -INFINITY;
+    for (const std::vector<double>& c : candidates) {
+      if (i >= c.size()) return;
+      some_nan = some_nan || std::isnan(c[i]);
+      ok = ok || c[i] == g[i];
+      if (!std::isnan(c[i])) lo = std::min(lo, c[i]), hi = std::max(hi, c[i]);
+    }
+    const double slack = std::isfinite(g[i]) ? tol.rtol * std::fabs(g[i]) + testing::ulp_of(got.dtype(), g[i]) : 0;
+    ok = ok || (std::isnan(g[i]) && some_nan) || (std::isfinite(g[i]) && lo - slack <= g[i] && g[i] <= hi + slack);
+    if (ok && !(g[i] == w[i]) && !(std::isnan(g[i]) && std::isnan(w[i]))) w[i] = g[i], excused = true;
+  }
+  if (excused) want = HostTensor::from_doubles(want.dtype(), want.shape(), w);
+}
+
 // Whether every node explains a difference: the graph compiled again with every intermediate value
 // as an extra output reproduces the compiled outputs, and each node's compiled value agrees with the
 // reference op run on the compiled values of its own operands. Then no kernel computed a wrong
@@ -263,6 +329,10 @@ std::string unexplained_by_nodes(const Target& target, const CompileOptions& opt
     if (sums_terms(n->op)) excuse_overflowing_partial_sums(*value_of.at(n->outputs[0]), local[0]);
     for (size_t r = 0; r < n->outputs.size(); ++r) {
       std::string diff = testing::compare_tensors(*value_of.at(n->outputs[r]), local[r], tol);
+      if (!diff.empty() && r == 0) {
+        excuse_rounded_operands(*n, operands, *value_of.at(n->outputs[0]), local[0], tol, bindings);
+        diff = testing::compare_tensors(*value_of.at(n->outputs[0]), local[0], tol);
+      }
       if (!diff.empty()) return str(n->describe(), " is wrong for its compiled operands: ", diff);
     }
   }
