@@ -125,8 +125,58 @@ void max_pool_blocked(const PoolSpec& p, const Geometry& gx, const Geometry& gy,
                           [&](int64_t begin, int64_t end) { max_pool_rows<B>(p, gx, gy, x, y, begin, end); });
 }
 
+// The same over a channels-last layout (nhwc: the channels of a pixel adjacent, oneDNN's choice for
+// its AVX-512 convs): one output row (n, oy) at a time, every window element read as a run of
+// channels, four lanes per vector; walking one channel at a time there strides by C per element.
+template <typename T>
+__attribute__((target_clones("avx2", "default"))) void max_pool_channels_last_rows(
+    const PoolSpec& p, const Geometry& gx, const Geometry& gy, const T* x, T* y, int64_t begin, int64_t end) {
+  const int64_t C = p.y[1], OH = p.y[2], OW = p.y[3], vec_c = C / 4 * 4;
+  for (int64_t row = begin; row < end; ++row) {
+    const int64_t oy = row % OH, n = row / OH;
+    const T* ximage = x + n * gx.stride[0];
+    const int64_t y0 = oy * p.strides[0] - p.pads[0];
+    int64_t ky0 = 0, ky1 = p.kernel[0];  // the window's rows inside the input
+    while (ky0 < ky1 && y0 + ky0 * p.dilations[0] < 0) ++ky0;
+    while (ky1 > ky0 && y0 + (ky1 - 1) * p.dilations[0] >= p.x[2]) --ky1;
+    for (int64_t ox = 0; ox < OW; ++ox) {
+      const int64_t x0 = ox * p.strides[1] - p.pads[1];
+      int64_t kx0 = 0, kx1 = p.kernel[1];
+      while (kx0 < kx1 && x0 + kx0 * p.dilations[1] < 0) ++kx0;
+      while (kx1 > kx0 && x0 + (kx1 - 1) * p.dilations[1] >= p.x[3]) --kx1;
+      T* out = y + n * gy.stride[0] + oy * gy.stride[2] + ox * gy.stride[3];
+      for (int64_t c = 0; c < vec_c; c += 4) {
+        Lanes acc = Lanes{} - std::numeric_limits<float>::infinity();
+        for (int64_t ky = ky0; ky < ky1; ++ky)
+          for (int64_t kx = kx0; kx < kx1; ++kx) {
+            const Lanes e = load4(ximage + (y0 + ky * p.dilations[0]) * gx.stride[2] +
+                                  (x0 + kx * p.dilations[1]) * gx.stride[3] + c);
+            const LaneMask take = (e > acc) | (e != e);  // a NaN, once in, stays
+            acc = Lanes((LaneMask(e) & take) | (LaneMask(acc) & ~take));
+          }
+        store4(out + c, acc);
+      }
+      for (int64_t c = vec_c; c < C; ++c) {
+        float acc = -std::numeric_limits<float>::infinity();
+        for (int64_t ky = ky0; ky < ky1; ++ky)
+          for (int64_t kx = kx0; kx < kx1; ++kx) {
+            const float e = load1(ximage + (y0 + ky * p.dilations[0]) * gx.stride[2] +
+                                  (x0 + kx * p.dilations[1]) * gx.stride[3] + c);
+            acc = (e > acc || e != e) ? e : acc;
+          }
+        store1(out + c, acc);
+      }
+    }
+  }
+}
+
 template <typename T>
 void max_pool_any(const PoolSpec& p, const Geometry& gx, const Geometry& gy, const T* x, T* y) {
+  if (gx.block == 1 && gx.stride[1] == 1 && gy.stride[1] == 1) {  // channels last
+    detail::parallel_ranges(p.y[0] * p.y[2], p.y[3] * p.kernel[0] * p.kernel[1] * p.y[1],
+                            [&](int64_t begin, int64_t end) { max_pool_channels_last_rows(p, gx, gy, x, y, begin, end); });
+    return;
+  }
   if (gx.block == 16) max_pool_blocked<16>(p, gx, gy, x, y);
   else if (gx.block == 8) max_pool_blocked<8>(p, gx, gy, x, y);
   else max_pool_blocked<1>(p, gx, gy, x, y);
