@@ -562,7 +562,7 @@ std::map<size_t, OnednnStepPlan> plan_onednn_steps(lower::Program& p) {
   keep_blocked_chains(p, plans);
   const std::set<const Value*> closed = finite_with_inputs(p);
   for (auto& [k, plan] : plans) {
-    if (!plan.checks_sources() || plan.pool || plan.concat) continue;
+    if (!plan.checks_sources()) continue;  // pools and concats never do
     const Node& node = *p.steps[k].node;
     bool ok = closed.count(node.inputs[0]) && (!plan.sum_operand || closed.count(plan.sum_operand));
     ok = ok && closed.count(node.inputs[1]);  // the matmul's B, the conv's weights

@@ -42,7 +42,7 @@ struct PreparedConv::State {
   bool weights_ready = false;
   bool weights_finite = true;        // of the constant weights
   bool gemm_over_padding = false;    // see mishandles_nonfinite
-  bool weights_matter = false;       // whether sources_finite reads the weights
+  int64_t weight_count() const { return spec.w[0] * spec.w[1] * spec.w[2] * spec.w[3]; }
 };
 
 PreparedConv::PreparedConv(const ConvSpec& spec) : s_(std::make_unique<State>()) {
@@ -86,22 +86,20 @@ PreparedConv::PreparedConv(const ConvSpec& spec) : s_(std::make_unique<State>())
   if (!(s.w_mem == s.w_user)) s.w_in = dnnl::reorder(s.w_user, s.w_mem);
   const bool padded = spec.pads[0] || spec.pads[1] || spec.pads[2] || spec.pads[3];
   s.gemm_over_padding = padded && implementation().find("gemm") != std::string::npos;
-  s.weights_matter = s.gemm_over_padding || spec.dtype == DType::BF16;
 }
 
 PreparedConv::~PreparedConv() = default;
 
 std::string PreparedConv::implementation() const { return s_->pd.impl_info_str(); }
 
-bool PreparedConv::mishandles_nonfinite() const { return s_->weights_matter; }
+bool PreparedConv::mishandles_nonfinite() const { return s_->gemm_over_padding || s_->spec.dtype == DType::BF16; }
 
 bool PreparedConv::sources_finite(const void* x, const void* w, const std::vector<const void*>& channel_operands,
                                   const void* sum_operand) const {
   const State& s = *s_;
-  if (s.weights_matter) {
+  if (mishandles_nonfinite()) {  // the weights matter too
     if (!s.weights_finite) return false;
-    const ConvSpec& p = s.spec;
-    if (!s.weights_ready && !all_finite(w, p.w[0] * p.w[1] * p.w[2] * p.w[3], p.dtype)) return false;
+    if (!s.weights_ready && !all_finite(w, s.weight_count(), s.spec.dtype)) return false;
   }
   for (const void* c : channel_operands)
     if (!all_finite(c, s.spec.y[1], s.spec.dtype)) return false;
@@ -124,8 +122,7 @@ void PreparedConv::set_constant_weights(const void* w) {
     s.w_in.execute(s.stream, s.w_user, s.w_mem);
     s.stream.wait();
   }
-  const ConvSpec& p = s.spec;
-  s.weights_finite = all_finite(w, p.w[0] * p.w[1] * p.w[2] * p.w[3], p.dtype);
+  s.weights_finite = all_finite(w, s.weight_count(), s.spec.dtype);
   s.weights_ready = true;
 }
 

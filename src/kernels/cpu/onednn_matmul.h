@@ -39,8 +39,6 @@ class PreparedMatmul {
            void* c);
   std::string implementation() const;
 
-  // The exact path for sources that are not all finite (onednn_post_ops.h): b is checked unless
-  // it is constant (checked once by set_constant_weights).
   // Whether oneDNN's kernel mishandles non-finite sources even without post-ops: every bf16 one.
   // The bf16 dot-product instruction (vdpbf16ps) reads denormals as zero, so inf times a denormal
   // is NaN where the reference has inf; and with an odd K it multiplies pairs of elements, reading
@@ -48,6 +46,8 @@ class PreparedMatmul {
   // result NaN (tests/fuzz/regressions/bf16-*-onednn-*). The run then checks sources_finite first,
   // as for post-ops.
   bool mishandles_nonfinite() const;
+  // The exact path for sources that are not all finite (onednn_post_ops.h): b is checked unless
+  // it is constant (checked once by set_constant_weights).
   bool sources_finite(const void* a, const void* b, const std::vector<const void*>& column_operands,
                       const void* sum_operand) const;
 
