@@ -29,6 +29,11 @@ class HostTensor {
   // Deterministic pseudo-random values: floats uniform in [lo, hi), ints uniform in [lo, hi].
   static HostTensor random(DType dtype, std::vector<int64_t> shape, uint64_t seed, double lo = -1,
                            double hi = 1);
+  // A tensor over contiguous row-major memory that someone else owns (a numpy array, a torch
+  // tensor): no copy; `owner` keeps the memory alive (may be empty when the caller guarantees it
+  // outlives every copy of the tensor). Why: the Python package hands callers' buffers to compiled
+  // code without copying them.
+  static HostTensor borrow(DType dtype, std::vector<int64_t> shape, void* data, std::shared_ptr<void> owner);
 
   // Container values (ValueKind::Sequence / Optional): `items` are the elements (an optional holds
   // zero or one); `dtype` is the element dtype. They have no storage of their own (numel 0).

@@ -46,6 +46,18 @@ HostTensor HostTensor::empty(DType dtype, std::vector<int64_t> shape) {
   return t;
 }
 
+HostTensor HostTensor::borrow(DType dtype, std::vector<int64_t> shape, void* data, std::shared_ptr<void> owner) {
+  KILN_CHECK(dtype != DType::Str, "cannot borrow the memory of a string tensor");
+  KILN_CHECK(data != nullptr || numel_of(shape) == 0, "borrow: null data for shape ", dims_to_string(shape));
+  HostTensor t;
+  t.dtype_ = dtype;
+  t.numel_ = numel_of(shape);
+  t.shape_ = std::move(shape);
+  // The aliasing constructor: the tensor points at `data` and shares `owner`'s lifetime.
+  t.storage_ = std::shared_ptr<uint8_t[]>(std::move(owner), static_cast<uint8_t*>(data));
+  return t;
+}
+
 HostTensor HostTensor::zeros(DType dtype, std::vector<int64_t> shape) {
   HostTensor t = empty(dtype, std::move(shape));
   std::memset(t.raw(), 0, t.nbytes());

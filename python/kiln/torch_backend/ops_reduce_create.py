@@ -1,0 +1,131 @@
+"""ATen reductions (sum, mean, amax, argmax, any...) and tensor creation (full, arange,
+scalar_tensor...) -> Kiln.
+
+Why: creation ops become Kiln sources whose shapes may be symbolic (a mask of length T), so the
+compiled graph serves every size; reductions keep torch's dims/keepdim/dtype meaning.
+"""
+import torch
+
+from kiln.torch_backend.lowering import lowers, meta_val
+
+aten = torch.ops.aten
+
+
+def _axes(dims, rank):
+    if dims is None or dims == []:
+        return list(range(rank))
+    if isinstance(dims, int):
+        dims = [dims]
+    return sorted(d + rank if d < 0 else d for d in dims)
+
+
+def _reduce(kiln_name):
+    def fn(ctx, node):
+        x = node.args[0]
+        rank = meta_val(x).dim()
+        dims = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
+        keepdim = node.args[2] if len(node.args) > 2 else node.kwargs.get("keepdim", False)
+        if node.target in (aten.sum.default, aten.mean.default, aten.max.default, aten.min.default,
+                           aten.prod.default):  # the overloads that reduce everything
+            dims, keepdim = None, False
+        out = ctx.out_dtype()
+        xv = ctx.cast(ctx.v(x), out) if kiln_name in ("reduce_sum", "reduce_mean", "reduce_prod") else ctx.v(x)
+        if rank == 0:
+            return xv
+        return ctx.cast(ctx.op(kiln_name, [xv], axes=_axes(dims, rank), keepdim=int(bool(keepdim))), out)
+    return fn
+
+
+lowers(aten.sum.dim_IntList, aten.sum.default)(_reduce("reduce_sum"))
+lowers(aten.mean.dim, aten.mean.default)(_reduce("reduce_mean"))
+lowers(aten.amax.default, aten.max.default)(_reduce("reduce_max"))
+lowers(aten.amin.default, aten.min.default)(_reduce("reduce_min"))
+lowers(aten.prod.dim_int, aten.prod.default)(_reduce("reduce_prod"))
+
+
+def _bool_reduce(kiln_name):
+    def fn(ctx, node):
+        x = node.args[0]
+        rank = meta_val(x).dim()
+        dims = node.args[1] if len(node.args) > 1 else None
+        keepdim = node.args[2] if len(node.args) > 2 else node.kwargs.get("keepdim", False)
+        v = ctx.v(x)
+        as_int = ctx.cast(v if v.dtype == "bool" else ctx.op("ne", [v, ctx.scalar(0, v.dtype)]), "i32")
+        if rank == 0:
+            return ctx.cast(as_int, ctx.out_dtype())
+        r = ctx.op(kiln_name, [as_int], axes=_axes(dims, rank), keepdim=int(bool(keepdim)))
+        return ctx.cast(r, ctx.out_dtype())
+    return fn
+
+
+lowers(aten.any.dim, aten.any.dims, aten.any.default)(_bool_reduce("reduce_max"))
+lowers(aten.all.dim, aten.all.dims, aten.all.default)(_bool_reduce("reduce_min"))
+
+
+def _arg(kiln_name):
+    def fn(ctx, node):
+        x = node.args[0]
+        dim = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
+        keepdim = node.args[2] if len(node.args) > 2 else node.kwargs.get("keepdim", False)
+        v = ctx.v(x)
+        if dim is None:  # over the flattened tensor
+            r = ctx.op(kiln_name, [ctx.reshape(v, [-1])], axis=0, keepdim=0)
+            return ctx.reshape(r, ctx.out_shape())
+        rank = meta_val(x).dim()
+        return ctx.op(kiln_name, [v], axis=dim % rank if rank else 0, keepdim=int(bool(keepdim)))
+    return fn
+
+
+lowers(aten.argmax.default)(_arg("argmax"))
+lowers(aten.argmin.default)(_arg("argmin"))
+
+
+def _full_check(node):
+    value = node.args[1] if len(node.args) > 1 else None
+    if not isinstance(value, (int, float, bool)):
+        return "a fill value that is not a number"
+    return None
+
+
+@lowers(aten.full.default, aten.full_like.default, aten.new_full.default, check=_full_check)
+def _full(ctx, node):
+    return ctx.op("full", [], shape=ctx.out_shape(), value=float(node.args[1]), dtype=ctx.out_dtype())
+
+
+@lowers(aten.zeros_like.default, aten.new_zeros.default, aten.zeros.default, aten.empty.memory_format,
+        aten.empty_like.default, aten.new_empty.default)
+def _zeros(ctx, node):  # empty's values are unspecified: zeros are as good as any
+    return ctx.op("full", [], shape=ctx.out_shape(), value=0.0, dtype=ctx.out_dtype())
+
+
+@lowers(aten.ones_like.default, aten.new_ones.default, aten.ones.default)
+def _ones(ctx, node):
+    return ctx.op("full", [], shape=ctx.out_shape(), value=1.0, dtype=ctx.out_dtype())
+
+
+@lowers(aten.scalar_tensor.default)
+def _scalar_tensor(ctx, node):
+    return ctx.scalar(node.args[0], ctx.out_dtype())
+
+
+def _arange_args(node):
+    a = list(node.args)
+    if node.target == aten.arange.default:
+        return 0, a[0], 1
+    if node.target == aten.arange.start:
+        return a[0], a[1], 1
+    return a[0], a[1], a[2] if len(a) > 2 else 1
+
+
+def _arange_check(node):
+    start, _end, step = _arange_args(node)
+    if not isinstance(start, (int, float)) or not isinstance(step, (int, float)):
+        return "arange with a symbolic start or step"
+    return None
+
+
+@lowers(aten.arange.default, aten.arange.start, aten.arange.start_step, check=_arange_check)
+def _arange(ctx, node):
+    start, _end, step = _arange_args(node)
+    return ctx.op("arange", [], size=ctx.out_shape(), start=float(start), step=float(step), dtype=ctx.out_dtype())
+
