@@ -146,8 +146,6 @@ def _div_check(node):
     floating = node.meta["val"].dtype.is_floating_point
     if mode == "trunc" and floating:
         return "trunc division of floats"
-    if mode == "floor" and not floating:
-        return "floor division of integers"
     return None
 
 
@@ -156,7 +154,12 @@ def _div(ctx, node):
     out = ctx.out_dtype()
     mode = node.kwargs.get("rounding_mode")
     compute = out if mode is None else _compute_dtype(node, node.args[0], node.args[1])
-    q = ctx.op("div", [ctx.operand(node.args[0], compute), ctx.operand(node.args[1], compute)])
+    a, b = ctx.operand(node.args[0], compute), ctx.operand(node.args[1], compute)
+    if mode == "floor" and compute not in ("f32", "f64", "f16", "bf16"):
+        # Integers: a - (a mod b) is a multiple of b (mod takes the divisor's sign), so the
+        # truncating division of it is exact and equals floor(a / b).
+        return ctx.cast(ctx.op("div", [ctx.op("sub", [a, ctx.op("mod", [a, b])]), b]), out)
+    q = ctx.op("div", [a, b])
     if mode == "floor":
         q = ctx.op("floor", [q])
     return ctx.cast(q, out)

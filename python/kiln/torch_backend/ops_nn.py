@@ -211,3 +211,36 @@ def _attention(ctx, node):
     scale = a.get("scale")
     return ctx.op("attention", operands, causal=int(bool(a.get("is_causal", False))),
                   scale=float(scale) if scale is not None else 0.0)
+
+
+def _mha_check(node):
+    names = ["query", "key", "value", "embed_dim", "num_head", "qkv_weight", "qkv_bias", "proj_weight",
+             "proj_bias", "mask", "need_weights", "average_attn_weights", "mask_type"]
+    a = dict(zip(names, node.args))
+    a.update(node.kwargs)
+    if not (a["query"] is a["key"] is a["value"]):
+        return "multi-head attention whose query, key and value differ (only self-attention is lowered)"
+    if a.get("mask") is not None:
+        return "multi-head attention with a mask"
+    if meta_val(a["query"]).dim() != 3:
+        return "multi-head attention on unbatched input"
+    for user in node.users:
+        if user.args[1] != 0:
+            return "multi-head attention whose weights are used"
+    return None
+
+
+# torch.nn.MultiheadAttention's inference fast path (torchvision's ViT takes it): self-attention
+# with packed q/k/v projections, as matmuls, the attention op and the output projection.
+@lowers(torch.ops.aten._native_multi_head_attention.default, check=_mha_check, outputs={0})
+def _native_mha(ctx, node):
+    x, _k, _v, embed_dim, heads, w_qkv, b_qkv, w_out, b_out = node.args[:9]
+    b, t, e = [ctx.dim(d) for d in meta_val(x).shape]
+    d = int(embed_dim) // int(heads)
+    qkv = ctx.op("add", [ctx.op("matmul", [ctx.v(x), ctx.op("permute", [ctx.v(w_qkv)], perm=[1, 0])]), ctx.v(b_qkv)])
+    qkv = ctx.op("permute", [ctx.reshape(qkv, [b, t, 3, int(heads), d])], perm=[2, 0, 3, 1, 4])
+    q, k, v = (ctx.reshape(p, [b, int(heads), t, d]) for p in ctx.op_multi("split", [qkv], axis=0, sizes=[1, 1, 1]))
+    y = ctx.op("attention", [q, k, v])
+    y = ctx.reshape(ctx.op("permute", [y], perm=[0, 2, 1, 3]), [b, t, e])
+    out = ctx.op("add", [ctx.op("matmul", [y, ctx.op("permute", [ctx.v(w_out)], perm=[1, 0])]), ctx.v(b_out)])
+    return [out, None]

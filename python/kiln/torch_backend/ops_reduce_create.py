@@ -129,3 +129,19 @@ def _arange(ctx, node):
     start, _end, step = _arange_args(node)
     return ctx.op("arange", [], size=ctx.out_shape(), start=float(start), step=float(step), dtype=ctx.out_dtype())
 
+
+
+def _topk_check(node):
+    if not isinstance(node.args[1], int):
+        return "topk with a symbolic k"
+    return None
+
+
+@lowers(aten.topk.default, check=_topk_check, outputs="all")
+def _topk(ctx, node):
+    args = list(node.args) + [None] * 4
+    x, k, dim, largest, is_sorted = args[:5]
+    dim = -1 if dim is None else dim
+    rank = meta_val(x).dim()
+    return ctx.op_multi("topk", [ctx.v(x)], k=int(k), axis=dim % rank if rank else 0,
+                        largest=int(largest is None or bool(largest)), sorted=1)

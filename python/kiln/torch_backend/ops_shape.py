@@ -45,6 +45,7 @@ def _to_copy_check(node):
 
 
 @lowers(aten._to_copy.default, check=_to_copy_check)
+@lowers(torch.ops.prims.convert_element_type.default)
 def _to_copy(ctx, node):
     return ctx.cast(ctx.v(node.args[0]), ctx.out_dtype())
 
