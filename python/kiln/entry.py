@@ -16,6 +16,13 @@ def compile(fn_or_module, device="cpu", *, dynamic=None, options=None, fullgraph
     if isinstance(fn_or_module, (str, os.PathLike)):
         from kiln.session import load
         return load(fn_or_module, device)
+    if device not in ("cpu", "cuda"):
+        raise Error(f"device must be 'cpu' or 'cuda', not {device!r}")
+    if device == "cuda":
+        from kiln import _kiln
+        reason = _kiln.cuda_unavailable_reason()
+        if reason:
+            raise Error(f"device='cuda': the CUDA target cannot run here: {reason}")
     try:
         import torch
     except ImportError:

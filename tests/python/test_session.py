@@ -162,3 +162,15 @@ def test_saved_artefact_loads_in_python_and_in_the_cpp_cli(mlp, rng, tmp_path):
                         "--expect", f"logits={tmp_path / 'logits.npy'}"], capture_output=True, text=True,
                        env={**os.environ})
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_cuda_device_without_a_gpu_says_why(mlp):
+    if not kiln._kiln.cuda_unavailable_reason():
+        pytest.skip("a GPU is present: the CUDA path is exercised by scripts/gpu-run, not here")
+    _, _, path = mlp
+    with pytest.raises(kiln.Error, match="cuda"):
+        kiln.load(path, device="cuda")
+    with pytest.raises(kiln.Error, match="cuda"):
+        kiln.compile(lambda x: x, device="cuda")
+    with pytest.raises(kiln.Error, match="device"):
+        kiln.load(path, device="tpu")
