@@ -69,6 +69,9 @@ void bind_onnx(nb::module_& m) {
 
 NB_MODULE(_kiln, m) {
   m.doc() = "Kiln's C++ API (the kiln package wraps it; see docs/python.md).";
+  // Compiled partitions live in torch's Dynamo caches until the interpreter exits, by design; the
+  // leak report nanobind prints for objects alive at exit would be noise in every torch program.
+  nb::set_leak_warnings(false);
   bind_errors(m);
   kiln::py::bind_graph(m);
   kiln::py::bind_executable(m);

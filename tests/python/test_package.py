@@ -11,7 +11,7 @@ import kiln
 def test_import_without_torch_and_onnx_session_still_works(tmp_path):
     # torch made unimportable in a fresh interpreter: `import kiln` and kiln.load must not need it,
     # and kiln.compile of a function must say torch is missing.
-    code = f"""
+    code = """
 import sys
 sys.modules['torch'] = None
 import numpy as np, kiln

@@ -7,7 +7,6 @@ by removing its decompositions, so it reaches Kiln as one attention node.
 """
 import functools
 
-import torch
 from torch._decomp import core_aten_decompositions
 from torch._functorch.aot_autograd import aot_module_simplified, make_boxed_func
 
