@@ -151,3 +151,20 @@ def test_inputs_at_unaligned_offsets(rng):
     (y, _), = _kiln.compile(g).run([x], ["f32"])
     e = np.exp(x.astype(np.float64))
     np.testing.assert_allclose(y, e / e.sum(axis=1, keepdims=True), rtol=1e-5)
+
+
+def test_torch_tensors_cross_without_copies(rng):
+    torch = pytest.importorskip("torch", reason="torch is not installed: torch zero-copy not checked")
+    for dtype, kiln_dtype in [(torch.float32, "f32"), (torch.bfloat16, "bf16"), (torch.int64, "i64")]:
+        t = torch.arange(30).reshape(5, 6).to(dtype)
+        array, d = arrays.from_torch(t)
+        assert d == kiln_dtype
+        assert _kiln._borrowed_address(array, d) == t.data_ptr()  # the buffer Kiln reads is torch's
+    g = _kiln.Graph("neg")
+    v = g.input("x", "bf16", [4, 3])
+    g.set_outputs([g.node("neg", [v])[0]])
+    x = torch.randn(4, 3).to(torch.bfloat16)
+    (out, d), = _kiln.compile(g).run([arrays.from_torch(x)[0]], ["bf16"])
+    y = arrays.to_torch(out, d)
+    assert y.dtype == torch.bfloat16 and y.data_ptr() == out.ctypes.data  # a view of Kiln's result
+    assert torch.equal(y, -x)
