@@ -172,3 +172,22 @@ def test_training_step_gradients_match_eager():
         assert_varies(a)
     assert kt.STATS["graphs"] == 2  # forward and backward, each partitioned
     assert any("gelu_backward" in n.op for r in kt.REPORTS for n in r.torch_nodes)
+
+
+def test_freeze_bakes_parameters_into_the_compiled_code():
+    kt = fresh()
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Conv2d(3, 5, 3), torch.nn.ReLU(), torch.nn.Flatten(),
+                            torch.nn.Linear(5 * 5 * 7, 4)).eval()
+    x = torch.randn(2, 3, 7, 9)
+    with torch.no_grad():
+        got = kiln.compile(m, options={"freeze": True})(x)
+        want = m(x)
+    assert_close(got, want)
+    assert_varies(got)
+    parts = [p for r in kt.REPORTS for p in r.partitions]
+    assert len(parts) == 1 and parts[0].inputs == ["f32[2, 3, 7, 9]"], parts  # weights are not inputs
+    kt = fresh()
+    with torch.no_grad():
+        kiln.compile(m)(x)
+    assert len([p for r in kt.REPORTS for p in r.partitions][0].inputs) == 5  # default: x and 4 weights

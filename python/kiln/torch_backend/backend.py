@@ -7,9 +7,11 @@ by removing its decompositions, so it reaches Kiln as one attention node.
 """
 import functools
 
+import torch
 from torch._decomp import core_aten_decompositions
 from torch._functorch.aot_autograd import aot_module_simplified, make_boxed_func
 
+from kiln.torch_backend.lowering import constant_array
 from kiln.torch_backend.partition import partition_and_compile
 
 # How often each thing happened in this process (tests count recompiles with it).
@@ -29,11 +31,15 @@ def decompositions():
     return table
 
 
-def _fx_compiler(options):
+def _fx_compiler(options, frozen=None):
     def compile_graph(gm, example_inputs):
         index = STATS["graphs"]
         STATS["graphs"] += 1
-        fused, report = partition_and_compile(gm, options, STATS, index)
+        placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        constants = {}
+        if frozen and len(placeholders) == len(frozen):
+            constants = {p.name: t for p, t in zip(placeholders, frozen) if t is not None}
+        fused, report = partition_and_compile(gm, options, STATS, index, constants)
         REPORTS.append(report)
         sink = options.get("reports")
         if sink is not None:
@@ -45,11 +51,18 @@ def _fx_compiler(options):
 def kiln_backend(gm, example_inputs, options=None, mode=None):
     """torch.compile(model, backend="kiln", options={...}). Options: device ("cpu"/"cuda"), check
     (compare every partition with eager), fallback (False: raise kiln.UnsupportedOpError on an op
-    Kiln cannot run), threads, cache_dir."""
+    Kiln cannot run), threads, cache_dir, freeze (True: parameters are baked into the compiled code as
+    constants, so Kiln folds and pre-packs them; only for inference with weights that stay fixed)."""
     options = dict(options or {})
-    compiler = _fx_compiler(options)
-    return aot_module_simplified(gm, example_inputs, fw_compiler=compiler, bw_compiler=compiler,
-                                 decompositions=decompositions(), keep_inference_input_mutations=True)
+    frozen = None
+    if options.get("freeze") and not torch.is_grad_enabled():
+        # Dynamo passes parameters as graph inputs (inlined nn modules); in inference AOTAutograd's
+        # graph takes the same inputs in the same order, so input i is frozen when it is a Parameter.
+        # Read them here, outside AOTAutograd's fake-tensor mode.
+        frozen = [constant_array(t) if isinstance(t, torch.nn.Parameter) else None for t in example_inputs]
+    return aot_module_simplified(gm, example_inputs, fw_compiler=_fx_compiler(options, frozen),
+                                 bw_compiler=_fx_compiler(options), decompositions=decompositions(),
+                                 keep_inference_input_mutations=True)
 
 
 def make_backend(**options):

@@ -15,13 +15,13 @@ TOLERANCES = {torch.float32: (1e-4, 1e-4), torch.float64: (1e-7, 1e-7), torch.fl
 
 
 class KilnPartition(torch.nn.Module):
-    def __init__(self, name, submodule, input_metas, options, stats):
+    def __init__(self, name, submodule, input_metas, options, stats, constants=None):
         super().__init__()
         self.name = name
         self.submodule = submodule  # kept for check mode
         self.check = bool(options.get("check", False))
         self.device = options.get("device", "cpu")
-        self.graph, self.positions, self.structure = lower_graph(submodule, name, input_metas)
+        self.graph, self.positions, self.structure = lower_graph(submodule, name, input_metas, constants)
         self.executable = _kiln.compile(self.graph, self.device, int(options.get("threads", 0)), True,
                                         str(options.get("cache_dir", "")))
         stats["kiln_compiles"] += 1

@@ -184,6 +184,12 @@ class LoweringContext:
         return self.op("reshape", [value], shape=list(shape))
 
 
+def constant_array(t):
+    """(numpy array, kiln dtype) holding a real tensor's values (bf16 widened to f32: exact)."""
+    t = t.detach().cpu()
+    return (t.float().numpy() if t.dtype == torch.bfloat16 else t.numpy()), kiln_dtype(t.dtype)
+
+
 def lower_graph(gm, name, input_metas, constants=None):
     """Lowers a GraphModule whose nodes are all supported into a Kiln graph. `input_metas`: one
     meta value (FakeTensor, SymInt or int) per placeholder; `constants`: placeholder name -> tensor
@@ -197,10 +203,9 @@ def lower_graph(gm, name, input_metas, constants=None):
     for i, (p, m) in enumerate(zip(placeholders, input_metas)):
         p.meta["val"] = m
         if constants and p.name in constants:
-            t = constants[p.name].detach().cpu()
+            c = constants[p.name]
             ctx.node = p
-            ctx.env[p] = ctx.constant(t.float().numpy() if t.dtype == torch.bfloat16 else t.numpy(),
-                                      kiln_dtype(t.dtype))
+            ctx.env[p] = ctx.constant(*(c if isinstance(c, tuple) else constant_array(c)))
             continue
         if isinstance(m, torch.Tensor):
             shape = [symbolic.dim(d) for d in m.shape]
@@ -221,8 +226,7 @@ def lower_graph(gm, name, input_metas, constants=None):
             t = getattr(gm, node.target)
             node.meta.setdefault("val", t)
             ctx.node = node
-            ctx.env[node] = ctx.constant(t.detach().cpu().float().numpy() if t.dtype == torch.bfloat16
-                                         else t.detach().cpu().numpy(), kiln_dtype(t.dtype))
+            ctx.env[node] = ctx.constant(*constant_array(t))
             continue
         if node.op == "output":
             res = node.args[0]

@@ -51,8 +51,11 @@ class KilnSupport(OperatorSupportBase):
         return reason is None
 
 
-def partition_and_compile(gm, options, stats, index):
-    """Returns (GraphModule running Kiln partitions and torch in between, GraphReport)."""
+def partition_and_compile(gm, options, stats, index, constants=None):
+    """Returns (GraphModule running Kiln partitions and torch in between, GraphReport). `constants`:
+    graph placeholder name -> tensor to bake into the partitions that read it (frozen weights; by
+    name: the partitioner works on a copy of the graph)."""
+    constants = constants or {}
     report = GraphReport(index)
     support = KilnSupport()
     for node in gm.graph.nodes:
@@ -88,8 +91,11 @@ def partition_and_compile(gm, options, stats, index):
         part = PartitionReport(name, ops)
         report.partitions.append(part)
         metas = [a.meta.get("val") if isinstance(a, torch.fx.Node) else a for a in node.args]
+        sub_inputs = [n.name for n in sub.graph.nodes if n.op == "placeholder"]
+        baked = {sub_inputs[i]: constants[a.name] for i, a in enumerate(node.args)
+                 if isinstance(a, torch.fx.Node) and a.op == "placeholder" and a.name in constants}
         try:
-            kp = KilnPartition(name, sub, metas, options, stats)
+            kp = KilnPartition(name, sub, metas, options, stats, baked)
         except (LoweringError, Error) as e:
             if not fallback:
                 if isinstance(e, LoweringError):
