@@ -193,7 +193,7 @@ def constant_array(t):
 def lower_graph(gm, name, input_metas, constants=None):
     """Lowers a GraphModule whose nodes are all supported into a Kiln graph. `input_metas`: one
     meta value (FakeTensor, SymInt or int) per placeholder; `constants`: placeholder name -> tensor
-    baked into the graph (frozen weights) instead of an input. Returns (graph, tensor placeholder
+    (or (array, kiln dtype)) baked into the graph (frozen weights) instead of an input. Returns (graph, tensor placeholder
     positions, output structure: 'single' or 'tuple')."""
     ctx = LoweringContext(name)
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
