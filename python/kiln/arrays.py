@@ -3,6 +3,8 @@
 Why: the extension sees only C-contiguous numpy arrays; torch tensors and numpy arrays are viewed
 as such (bf16 as its 16-bit pattern) and results come back as views of Kiln's buffers.
 """
+import sys
+
 import numpy as np
 
 from kiln._kiln import Error
@@ -23,8 +25,9 @@ TORCH_TO_KILN = {
 
 
 def is_torch_tensor(x):
-    t = type(x)
-    return t.__module__.startswith("torch") and t.__name__ in ("Tensor", "Parameter", "FakeTensor")
+    """Whether x is a torch tensor, without importing torch (if torch is not loaded, it is not)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(x, torch.Tensor)
 
 
 def kiln_dtype_of_numpy(dtype):

@@ -11,6 +11,7 @@
 #include "graph_builder.h"
 #include "kiln/aot.h"
 #include "kiln/error.h"
+#include "kiln/passes.h"
 #include "kiln/target.h"
 
 namespace kiln::py {
@@ -104,17 +105,24 @@ void bind_executable(nb::module_& m) {
           CompileOptions options;
           options.num_threads = num_threads;
           if (!cache_dir.empty()) options.cache_dir = cache_dir;
-          CompileForOptions how;
-          how.optimize = optimize;
-          OptimizeReport report;
-          how.report = &report;
           PyExecutable out;
           {
             nb::gil_scoped_release release;
-            out.exe = compile_for(*g.graph, target, options, how);
+            std::shared_ptr<Graph> optimized = g.graph->clone();
+            if (optimize) {
+              kiln::optimize(*optimized, target.optimize_options());
+              // A pass that replaces an output value (softmax decomposed, say) does not carry the
+              // output's name over (Graph::replace_all_uses); sessions and the saved artefact need
+              // it, and it must be there before compiling (names reach the generated source).
+              const std::vector<Value*>& outs = optimized->outputs();
+              for (size_t i = 0; i < outs.size() && i < g.graph->outputs().size(); ++i)
+                if (outs[i]->name.empty()) outs[i]->name = g.graph->outputs()[i]->name;
+            }
+            CompileForOptions how;
+            how.optimize = false;  // done above: compile_for's own pipeline would be the same
+            out.exe = compile_for(*optimized, target, options, how);
+            out.graph = optimized;
           }
-          out.graph = report.optimized ? std::shared_ptr<const Graph>(std::move(report.optimized))
-                                       : std::shared_ptr<const Graph>(g.graph->clone());
           out.device = std::string(target.name());
           return out;
         },

@@ -85,7 +85,9 @@ void bind_graph(nb::module_& m) {
       .def_prop_ro("dtype", [](const PyValue& v) { return std::string(dtype_name(v.value->type.dtype)); })
       .def_prop_ro("shape", [](const PyValue& v) { return shape_to_py(v.value->type.shape); },
                    "Dims: ints, or strings for symbolic dims ('s0', 'B*T').")
-      .def_prop_ro("name", [](const PyValue& v) { return v.value->name; })
+      .def_prop_rw("name", [](const PyValue& v) { return v.value->name; },
+                   [](PyValue& v, const std::string& name) { v.value->name = name; },
+                   "The user-facing name (graph inputs and outputs: what sessions and `kiln run` call them).")
       .def_prop_ro("id", [](const PyValue& v) { return v.value->id; })
       .def("__repr__", [](const PyValue& v) { return str("<kiln Value %", v.value->id, ": ", v.value->type.to_string(), ">"); });
 

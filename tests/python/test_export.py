@@ -90,3 +90,10 @@ def test_unsupported_op_in_export_names_op():
     ep = torch.export.export(M(), (torch.randn(3),))
     with pytest.raises(kiln.UnsupportedOpError, match="bessel_j0"):
         kiln.compile_exported(ep)
+
+
+def test_exported_graph_names_its_inputs_and_outputs():
+    _, ep = exported()
+    compiled = kiln.compile_exported(ep)
+    assert [v.name for v in compiled.graph.inputs] == ["x"]
+    assert all(v.name for v in compiled.graph.outputs)

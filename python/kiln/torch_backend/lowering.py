@@ -255,6 +255,9 @@ def lower_graph(gm, name, input_metas, constants=None):
             missing = symbolic.symbols_of(d) - input_symbols
             if missing:
                 raise LoweringError(f"output size {d} uses {', '.join(sorted(missing))}, which no input's shape gives")
+    for i, (o, v) in enumerate(zip(outputs, out_values)):
+        if not v.name:  # outputs get names (`kiln run DIR --expect NAME=...`, sessions' .outputs)
+            v.name = o.name if o.name not in (x.name for x in out_values) else f"output{i}"
     ctx.g.set_outputs(out_values)
     return ctx.g, tensor_positions, structure
 
