@@ -40,7 +40,13 @@ def measure(name, backend, repeats, threads):
     torch.set_num_threads(threads)
     model, args = build(name)
     with torch.no_grad():
-        fn = model if backend == "eager" else torch.compile(model, backend=backend)
+        if backend == "eager":
+            fn = model
+        elif backend == "kiln-freeze":  # parameters baked in as constants (options={"freeze": True})
+            import kiln
+            fn = kiln.compile(model, options={"freeze": True})
+        else:
+            fn = torch.compile(model, backend=backend)
         t0 = time.perf_counter()
         fn(*args)
         first = time.perf_counter() - t0
@@ -50,7 +56,7 @@ def measure(name, backend, repeats, threads):
             fn(*args)
             times.append(time.perf_counter() - t0)
     row = {"model": name, "backend": backend, "first_call_s": first, "median_ms": statistics.median(times) * 1e3}
-    if backend == "kiln":
+    if backend.startswith("kiln"):
         import kiln.torch_backend as kt
         row["partitions"] = kt.STATS["partitions"]
         row["ops_in_torch"] = sum(len(r.torch_nodes) for r in kt.REPORTS)
@@ -70,9 +76,9 @@ def main():
     rows = []
     for name in a.only.split(","):
         for backend, cache in [("eager", None), ("inductor", "cold"), ("inductor", "warm"), ("kiln", "cold"),
-                               ("kiln", "warm")]:
+                               ("kiln", "warm"), ("kiln-freeze", "cold")]:
             env = dict(os.environ, OMP_NUM_THREADS=str(a.threads))
-            cache_dir = os.path.join(tempfile.gettempdir(), f"kiln-bench-{backend}-{name}")
+            cache_dir = os.path.join(tempfile.gettempdir(), f"kiln-bench-{backend}-{name}")  # per backend
             if cache == "cold":
                 subprocess.run(["rm", "-rf", cache_dir])
             env["KILN_CACHE_DIR" if backend == "kiln" else "TORCHINDUCTOR_CACHE_DIR"] = cache_dir
