@@ -297,6 +297,10 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bia
                         std::vector<int64_t> padding = {0, 0},
                         std::vector<int64_t> output_padding = {0, 0},
                         std::vector<int64_t> dilation = {1, 1}, int64_t groups = 1);
+// [N, C, H, W] -> [N, C*kH*kW, OH*OW]: each window element over the output positions, zeros over
+// padding (torch.nn.functional.unfold); conv2d(x, w) = matmul(w reshaped [O, C*kH*kW], this).
+Tensor im2col(const Tensor& x, std::vector<int64_t> kernel, std::vector<int64_t> stride = {1, 1},
+              std::vector<int64_t> padding = {0, 0}, std::vector<int64_t> dilation = {1, 1});
 // stride empty means stride = kernel (as in PyTorch). padding: 2 or 4 values as for conv2d.
 Tensor max_pool2d(const Tensor& x, std::vector<int64_t> kernel, std::vector<int64_t> stride = {},
                   std::vector<int64_t> padding = {0, 0}, std::vector<int64_t> dilation = {1, 1},

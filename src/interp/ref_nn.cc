@@ -92,6 +92,32 @@ void ref_Conv2d(const KernelArgs& a) {
     }
 }
 
+// cols[n, (c*KH + ky)*KW + kx, oy*OW + ox] = x[n, c, oy*sh - pt + ky*dh, ox*sw - pl + kx*dw], 0
+// where that falls in the padding.
+void ref_Im2Col(const KernelArgs& a) {
+  const HostTensor& x = a.in[0];
+  HostTensor& out = a.out[0];
+  const auto& k = a.attrs.get_ints("kernel");
+  const auto& strides = a.attrs.get_ints("strides");
+  const auto& pads = a.attrs.get_ints("pads");
+  const auto& dil = a.attrs.get_ints("dilations");
+  const int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
+  const int64_t rows = out.shape()[1], points = out.shape()[2];
+  const int64_t OW = points == 0 ? 0 : (W + pads[1] + pads[3] - dil[1] * (k[1] - 1) - 1) / strides[1] + 1;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t ky = 0; ky < k[0]; ++ky)
+        for (int64_t kx = 0; kx < k[1]; ++kx) {
+          const int64_t row = (c * k[0] + ky) * k[1] + kx;
+          for (int64_t p = 0; p < points; ++p) {
+            const int64_t iy = p / OW * strides[0] - pads[0] + ky * dil[0];
+            const int64_t ix = p % OW * strides[1] - pads[1] + kx * dil[1];
+            const bool inside = iy >= 0 && iy < H && ix >= 0 && ix < W;
+            out.set_f64((n * rows + row) * points + p, inside ? x.get_f64(((n * C + c) * H + iy) * W + ix) : 0.0);
+          }
+        }
+}
+
 namespace {
 
 struct Window {

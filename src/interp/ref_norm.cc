@@ -115,7 +115,9 @@ void ref_BatchNorm(const KernelArgs& a) {
 
 // out[b, i, :] = sum_j p[b, i, j] * v[b, j, :] with p = softmax_j(q[b, i] . k[b, j] * scale + mask).
 // Masked-out positions (bool mask false, or causal j > i + (Tk - Tq)) score -inf, so a row with
-// every key masked gives NaN, like softmax over all -inf (and like the decomposition). heads_last:
+// every key masked gives NaN, like softmax over all -inf (and like the decomposition), unless
+// zero_nan_rows: then a NaN weight is 0, so such a row is sum_j 0 * v[j] (0, or NaN where v is not
+// finite), as torch's exported where(isnan(softmax), 0, softmax). heads_last:
 // row i of batch b = (n, h) is written at [n, i, h, :] of the [B, Tq, H, D] output.
 void ref_Attention(const KernelArgs& a) {
   const HostTensor &q = a.in[0], &k = a.in[1], &v = a.in[2];
@@ -142,6 +144,7 @@ void ref_Attention(const KernelArgs& a) {
   if (mask) mask_index.emplace(mask->shape(), scores_shape);
   bool bool_mask = mask && mask->dtype() == DType::Bool;
   const bool heads_last = a.attrs.get_int("heads_last") != 0;
+  const bool zero_nan_rows = a.attrs.get_int("zero_nan_rows") != 0;
   const int64_t H = r >= 3 ? q.shape()[size_t(r - 3)] : 1;
   auto out_row = [&](int64_t b, int64_t i) {  // the element index of out[b, i, 0]
     return heads_last ? ((b / H * Tq + i) * H + b % H) * Dv : (b * Tq + i) * Dv;
@@ -161,6 +164,8 @@ void ref_Attention(const KernelArgs& a) {
         row[size_t(j)] = s;
       }
       softmax_row(row, false);
+      if (zero_nan_rows)
+        for (double& p : row) p = std::isnan(p) ? 0.0 : p;
       for (int64_t e = 0; e < Dv; ++e) {
         double acc = 0;
         for (int64_t j = 0; j < Tk; ++j) acc += row[size_t(j)] * v.get_f64((b * Tk + j) * Dv + e);

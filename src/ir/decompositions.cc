@@ -246,7 +246,10 @@ std::vector<Value*> decompose_attention(Graph& g, const Node& n) {
     const SymInt& Tk = k->type.shape[size_t(rank - 2)];
     scores = g.add(Op::Where, {causal_keep_mask(g, Tq, Tk, q, k), scores, minus_inf});
   }
-  Value* out = g.add(Op::MatMul, {softmax_of(g, scores, rank - 1, false), v});
+  Value* weights = softmax_of(g, scores, rank - 1, false);
+  if (n.attrs.get_int("zero_nan_rows") != 0)  // a NaN row of the softmax weighs every value by 0
+    weights = g.add(Op::Where, {g.add(Op::IsNan, {weights}), scalar_like(g, q, 0.0), weights});
+  Value* out = g.add(Op::MatMul, {weights, v});
   if (n.attrs.get_int("heads_last") != 0) out = g.add(Op::Permute, {out}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}});
   return {out};
 }

@@ -36,6 +36,7 @@ std::vector<TensorType> rule_same_float(const InferCtx&);
 std::vector<TensorType> rule_matmul(const InferCtx&);
 std::vector<TensorType> rule_conv2d(const InferCtx&);
 std::vector<TensorType> rule_pool2d(const InferCtx&);
+std::vector<TensorType> rule_im2col(const InferCtx&);
 std::vector<TensorType> rule_global_pool(const InferCtx&);
 std::vector<TensorType> rule_layer_norm(const InferCtx&);
 std::vector<TensorType> rule_batch_norm(const InferCtx&);

@@ -85,6 +85,21 @@ std::vector<TensorType> rule_conv2d(const InferCtx& ctx) {
   return {TensorType{x.dtype, out, x.device}};
 }
 
+std::vector<TensorType> rule_im2col(const InferCtx& ctx) {
+  const TensorType& x = ctx.inputs[0];
+  if (!is_float(x.dtype)) ctx.fail("im2col needs a floating-point dtype");
+  require_rank(ctx, 0, 4, "im2col input [N, C, H, W]");
+  auto k = ints_of_len(ctx, "kernel", 2);
+  auto strides = ints_of_len(ctx, "strides", 2);
+  auto pads = ints_of_len(ctx, "pads", 4);
+  auto dil = ints_of_len(ctx, "dilations", 2);
+  for (int64_t p : pads) if (p < 0) ctx.fail("im2col pads must be >= 0");
+  for (int64_t v : k) if (v < 1) ctx.fail("im2col kernel dims must be >= 1");
+  SymInt oh = window_out(ctx, x.shape[2], pads[0] + pads[2], k[0], strides[0], dil[0], false, pads[0]);
+  SymInt ow = window_out(ctx, x.shape[3], pads[1] + pads[3], k[1], strides[1], dil[1], false, pads[1]);
+  return {TensorType{x.dtype, {x.shape[0], x.shape[1] * SymInt(k[0] * k[1]), oh * ow}, x.device}};
+}
+
 std::vector<TensorType> rule_pool2d(const InferCtx& ctx) {
   const TensorType& x = ctx.inputs[0];
   if (x.dtype == DType::Bool) ctx.fail("pooling needs a numeric dtype");

@@ -202,11 +202,12 @@ struct Scheduler {
 
   // Whether library use u reads view `out` in place: attention's q, k, v where the kernel takes
   // strides (ScheduleOptions::attention_reads_views) and the view is one it can walk, 16-byte
-  // aligned for its copies.
+  // aligned for its copies; its additive mask (read an element at a time) wherever it is strided.
   bool read_in_place(const Use& u, const Value* out) const {
-    if (!opt.attention_reads_views || u.user->op != Op::Attention || u.operand_index > 2) return false;
+    if (!opt.attention_reads_views || u.user->op != Op::Attention || u.operand_index > 3) return false;
     auto view = strided_view(out, [&](const Value* v) { return s.is_view(v); });
     if (!view) return false;
+    if (u.operand_index == 3) return true;
     std::vector<int64_t> dims;
     for (const SymInt& d : out->type.shape) dims.push_back(d.constant());  // static: strided_view checked
     return batched_rows(dims, *view, dtype_size(out->type.dtype)).has_value();

@@ -19,38 +19,6 @@ bool near(double a, double b, DType dt) {
   return std::fabs(a - b) <= tol * std::fabs(b);
 }
 
-std::optional<double> scalar_of(const Value* v) {
-  if (!v->type.is_static() || v->type.numel().constant() != 1) return std::nullopt;
-  return splat_value(v);
-}
-
-struct Product {
-  std::vector<Value*> factors;  // the non-constant factors, in no particular order
-  double scale = 1;             // the product of the scalar constant factors
-};
-
-// v as a product: through mul nodes and divisions by scalar constants, up to a few levels deep.
-void flatten(Value* v, Product* p, int depth = 0) {
-  const Node* n = v->producer;
-  if (std::optional<double> c = scalar_of(v)) {
-    p->scale *= *c;
-  } else if (n && depth < 4 && n->op == Op::Mul) {
-    flatten(n->inputs[0], p, depth + 1);
-    flatten(n->inputs[1], p, depth + 1);
-  } else if (n && depth < 4 && n->op == Op::Div && scalar_of(n->inputs[1]) && *scalar_of(n->inputs[1]) != 0) {
-    p->scale /= *scalar_of(n->inputs[1]);
-    flatten(n->inputs[0], p, depth + 1);
-  } else {
-    p->factors.push_back(v);
-  }
-}
-
-Product product_of(Value* v) {
-  Product p;
-  flatten(v, &p);
-  return p;
-}
-
 // For a = 1 + f(z) (either order) with f the unary op `op`: z; null otherwise.
 Value* one_plus(Value* a, Op op) {
   const Node* add = a->producer;

@@ -34,6 +34,34 @@ bool is_splat_of(const Value* v, double x) {
   return *s == x && std::signbit(*s) == std::signbit(x);
 }
 
+std::optional<double> scalar_of(const Value* v) {
+  if (!v->type.is_static() || v->type.numel().constant() != 1) return std::nullopt;
+  return splat_value(v);
+}
+
+namespace {
+void flatten_product(Value* v, Product* p, int depth) {
+  const Node* n = v->producer;
+  if (std::optional<double> c = scalar_of(v)) {
+    p->scale *= *c;
+  } else if (n && depth < 4 && n->op == Op::Mul) {
+    flatten_product(n->inputs[0], p, depth + 1);
+    flatten_product(n->inputs[1], p, depth + 1);
+  } else if (n && depth < 4 && n->op == Op::Div && scalar_of(n->inputs[1]) && *scalar_of(n->inputs[1]) != 0) {
+    p->scale /= *scalar_of(n->inputs[1]);
+    flatten_product(n->inputs[0], p, depth + 1);
+  } else {
+    p->factors.push_back(v);
+  }
+}
+}  // namespace
+
+Product product_of(Value* v) {
+  Product p;
+  flatten_product(v, &p, 0);
+  return p;
+}
+
 bool replace_value(Graph& g, Value* from, Value* to) {
   if (from == to || from->type != to->type) return false;
   g.replace_all_uses(from, to);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <optional>
+#include <vector>
 
 #include "kiln/graph.h"
 
@@ -15,6 +16,17 @@ const HostTensor* constant_tensor(const Value* v);
 std::optional<double> splat_value(const Value* v);
 // True when v is a splat constant equal to `x`, zero compared with its sign (-0.0 != +0.0).
 bool is_splat_of(const Value* v, double x);
+
+// The value of v when v is a constant (or full) with exactly one element; nullopt otherwise.
+std::optional<double> scalar_of(const Value* v);
+
+// v as a product of factors: through mul nodes and divisions by scalar constants, up to four
+// levels deep, so every association and operand order an exporter writes reads the same.
+struct Product {
+  std::vector<Value*> factors;  // the non-constant factors, in no particular order
+  double scale = 1;             // the product of the scalar constant factors
+};
+Product product_of(Value* v);
 
 // Replaces every use of `from` (graph outputs included) by `to`. Requires equal types; returns
 // false (changing nothing) otherwise. The old producer stays until erase_dead_from() collects it,

@@ -34,6 +34,17 @@ PassManager::PassManager(OptimizeOptions options) : options_(std::move(options))
     if (const char* dir = std::getenv("KILN_DUMP"); dir != nullptr) options_.dump_dir = dir;
   }
   if (!options_.dump_dir.empty()) std::filesystem::create_directories(options_.dump_dir);
+  // KILN_DISABLE_PASSES=a,b: as --disable-pass for every compile of the process (A/B measurements of
+  // a pass in tools that take no pass flags: kiln-gpu-bench, the benchmarks).
+  if (const char* names = std::getenv("KILN_DISABLE_PASSES"); names != nullptr) {
+    std::string rest = names;
+    for (size_t at = 0; at <= rest.size();) {
+      size_t comma = rest.find(',', at);
+      if (comma == std::string::npos) comma = rest.size();
+      if (std::string name = trim(rest.substr(at, comma - at)); !name.empty()) options_.disabled_passes.insert(name);
+      at = comma + 1;
+    }
+  }
 }
 
 void PassManager::dump(const Graph& g, const std::string& label) {

@@ -1,6 +1,7 @@
 // Creates passes by name from passes.def.
 #include "passes/activation_recognition.h"
 #include "passes/algebraic_simplification.h"
+#include "passes/attention_recognition.h"
 #include "passes/broadcast_canonicalization.h"
 #include "passes/common_subexpression_elimination.h"
 #include "passes/constant_folding.h"

@@ -13,6 +13,7 @@ const Pipeline& default_pipeline() {
            {"algebraic-simplification", "removes identities, which exposes more CSE and folding"},
            {"cse", "after simplification, equal expressions are spelled the same way"},
            {"activation-recognition", "after CSE, an expansion reads one x (not equal copies of it)"},
+           {"attention-recognition", "after folding, an exporter's scale and causal mask are constants"},
            {"dce", "collects what the rewrites above left unread"},
        },
        /*to_fixed_point=*/true, 10},

@@ -157,6 +157,9 @@ std::vector<OpSample> build() {
     add(v, str("conv2d/groups/", dn(d)), Op::Conv2d, {T(d, {2, 4, 9, 11}), T(d, {6, 2, 3, 3}), T(d, {6})},
         {{"groups", int64_t(2)}, {"strides", Ints{2, 1}}, {"pads", Ints{1, 0, 1, 2}}, {"dilations", Ints{1, 2}}});
   add(v, "conv2d/plain/f32", Op::Conv2d, {T(DType::F32, {1, 3, 7, 7}), T(DType::F32, {5, 3, 1, 1})});
+  for (DType d : kFloats)
+    add(v, str("im2col/strided_padded/", dn(d)), Op::Im2Col, {T(d, {2, 3, 9, 8})},
+        {{"kernel", Ints{3, 2}}, {"strides", Ints{2, 1}}, {"pads", Ints{1, 0, 2, 1}}, {"dilations", Ints{1, 2}}});
   add(v, "max_pool2d/ceil/f32", Op::MaxPool2d, {T(DType::F32, {2, 3, 9, 10})},
       {{"kernel", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}, {"ceil_mode", int64_t(1)}});
   add(v, "max_pool2d/dilated/f16", Op::MaxPool2d, {T(DType::F16, {1, 2, 8, 7})},

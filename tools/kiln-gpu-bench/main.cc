@@ -375,9 +375,11 @@ void dispatch(Results& r) {
 // A real model (an ONNX file, scripts/real_models.py) as `kiln run --device cuda [--dtype]` compiles
 // it: compile time cold (no cache) and warm (cache hit), the median of event-timed graph replays,
 // and kernels launched and bytes moved per run; the slowest steps say where the time goes.
-// conv: "cudnn" (the default: cuDNN wherever it plans), "timed" (cuDNN or the direct kernel,
+// conv: "cudnn" (the default: cuDNN wherever it plans but depthwise convs), "cudnn-all" (depthwise
+// too), "timed" (cuDNN or the direct kernel,
 // whichever a first-run timing finds faster per conv) or "direct" (the direct kernel everywhere).
-void model(Results& r, const std::string& path, const std::string& dtype, const std::string& conv) {
+void model(Results& r, const std::string& path, const std::string& dtype, const std::string& conv,
+           const std::string& steps_path) {
   std::unique_ptr<Graph> g = import_onnx(path);
   if (!dtype.empty() && dtype != "f32") g = to_float_precision(*g, *parse_dtype(dtype));
   std::vector<HostTensor> inputs;
@@ -391,9 +393,11 @@ void model(Results& r, const std::string& path, const std::string& dtype, const 
                                                       : HostTensor::random(v->type.dtype, shape, 7 + i));
   }
   CudaCompileOptions warm;
-  KILN_CHECK(conv == "timed" || conv == "cudnn" || conv == "direct", "--conv: '", conv, "' (cudnn, timed or direct)");
+  KILN_CHECK(conv == "timed" || conv == "cudnn" || conv == "direct" || conv == "cudnn-all", "--conv: '", conv,
+             "' (cudnn, cudnn-all, timed or direct)");
   warm.use_cudnn = conv != "direct";
   warm.time_conv_forms = conv == "timed";
+  warm.depthwise_kernel = conv != "cudnn-all";  // cudnn-all: depthwise convs on cuDNN too
   CudaCompileOptions cold = warm;
   cold.base.use_cache = false;
   auto t0 = std::chrono::steady_clock::now();
@@ -409,6 +413,16 @@ void model(Results& r, const std::string& path, const std::string& dtype, const 
   Scoreboard sb;
   cx.run(inputs, &sb);
   std::vector<KernelRecord> recs = sb.kernels();
+  if (!steps_path.empty()) {  // every step in run order: where a model's time goes
+    std::ofstream steps(steps_path, std::ios::app);
+    steps << "== " << path << " " << dtype << " conv " << conv << ": " << fixed(ms) << " ms a replay\n";
+    for (const KernelRecord& k : recs) {
+      steps << fixed(k.time_us, 1) << " us  " << fixed(double(k.bytes_read + k.bytes_written) / 1e6, 2) << " MB  "
+            << fixed(k.flops / 1e9, 2) << " GF  " << k.name << "  (";
+      for (const std::string& op : k.source_ops) steps << op << " ";
+      steps << ")\n";
+    }
+  }
   std::sort(recs.begin(), recs.end(), [](const auto& a, const auto& b) { return a.time_us > b.time_us; });
   std::string slowest = "[";
   for (size_t i = 0; i < recs.size() && i < 6; ++i)
@@ -433,7 +447,8 @@ int main(int argc, char** argv) {
   int64_t only_cols = 0;  // rows section: only the shape with this many columns
   std::vector<std::string> models;  // --model FILE.onnx (repeatable): only the model section
   std::string dtype;                // --dtype f16|bf16 for the models
-  std::string conv = "cudnn";       // --conv cudnn|timed|direct for the models
+  std::string conv = "cudnn";       // --conv cudnn|cudnn-all|timed|direct for the models
+  std::string steps_path;           // --steps FILE: every model's steps appended there
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--json" && i + 1 < argc) json_path = argv[++i];
@@ -443,9 +458,10 @@ int main(int argc, char** argv) {
     else if (a == "--model" && i + 1 < argc) models.push_back(argv[++i]), only = "model";
     else if (a == "--dtype" && i + 1 < argc) dtype = argv[++i];
     else if (a == "--conv" && i + 1 < argc) conv = argv[++i];
+    else if (a == "--steps" && i + 1 < argc) steps_path = argv[++i];
     else {
       std::cerr << "usage: kiln-gpu-bench [--json FILE] [--quick] [--only rows|gelu|block|dispatch] [--cols N]\n"
-                   "                      [--model FILE.onnx ... [--dtype f16|bf16] [--conv cudnn|timed|direct]]\n";
+                   "                      [--model FILE.onnx ... [--dtype f16|bf16] [--conv cudnn|cudnn-all|timed|direct] [--steps FILE]]\n";
       return 2;
     }
   }
@@ -463,7 +479,7 @@ int main(int argc, char** argv) {
       r.add(name + "_error", str("\"", std::string(e.what()).substr(0, 300), "\""));
     }
   };
-  for (const std::string& m : models) section("model", [&] { model(r, m, dtype, conv); });
+  for (const std::string& m : models) section("model", [&] { model(r, m, dtype, conv, steps_path); });
   section("dispatch", [&] { dispatch(r); });
   section("rows", [&] { rows(r, quick, only_cols); });
   section("gelu", [&] {

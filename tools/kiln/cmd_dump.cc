@@ -92,12 +92,12 @@ Command add_dump_command(CLI::App& parent) {
                    write(dir / "program-cuda.txt",
                          (gpu.refusal.empty() ? "" : "compile_cuda refuses this graph: " + gpu.refusal + "\n\n") +
                              lower::print_program(*gpu_lowered));
-                   const std::set<std::pair<DType, int64_t>>& attention = gpu.placement.attention_kernels;
+                   const std::set<codegen::cuda::FusedAttentionKernel>& attention = gpu.placement.attention_kernels;
                    codegen::cuda::CudaEmitOptions emit;
                    if (o->sm90) emit.device = codegen::cuda::RowDevice::sm90();  // as compile_cuda sees an H200
                    for (const auto& k : gpu_lowered->kernels)
                      cuda_kernels.push_back(codegen::cuda::emit_cuda_kernel(k.kernel, emit));
-                   write(dir / "kernels.cu", codegen::cuda::cuda_translation_unit(cuda_kernels) +
+                   write(dir / "kernels.cu", codegen::cuda::cuda_translation_unit(cuda_kernels).source +
                                                  codegen::cuda::fused_attention_source(attention));
                    write(dir / "explain.txt", exe->explain());
                    write(dir / "fused.dot", fused_graph_dot(ce));

@@ -3,7 +3,11 @@
 // memory by cp.async two tiles deep, S = q k^T and O += P v run on the tensor cores
 // (mma.sync.m16n8k16, f32 accumulators), and each row keeps a running max and sum (the online
 // softmax) so the scores stay in registers. Masked keys (causal, or past Tk) score -inf; a row
-// with every key masked comes out NaN, as the decomposed form and the reference give.
+// with every key masked comes out NaN, as the decomposed form and the reference give — unless the
+// kernel is built for zero_nan_rows, where a row whose softmax is NaN (every key masked, a NaN or
+// +inf score) is sum_j 0 * v[j], read in a slow loop over v (0, or NaN where v is not finite). An
+// additive mask (kernels built with one) is read per score from global memory (L2: one [Tq, Tk]
+// plane is shared by every head it broadcasts over).
 #include "codegen/cuda/attention_kernel.h"
 
 #include "kiln/error.h"
@@ -27,6 +31,8 @@ struct KilnAttentionArgs {
   int heads;  // blockIdx.x = batch * heads + head
   int tq, tk, causal, causal_offset;
   float scale_log2;
+  const uint16_t* mask;  // the additive mask (kernels built with one), at these element strides
+  long long m_outer, m_head, m_row, m_key;
 };
 extern __shared__ __align__(16) uint16_t kiln_attention_smem[];
 
@@ -45,6 +51,12 @@ template <bool kBf16> __device__ __forceinline__ void kiln_att_mma(float (&d)[4]
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+template <bool kBf16> __device__ __forceinline__ float kiln_att_to_float(uint16_t x) {
+  if (kBf16) return __uint_as_float(unsigned(x) << 16);
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(x));
+  return f;
 }
 // 16 bytes global -> shared without passing through registers; zeros where `valid` is false.
 __device__ __forceinline__ void kiln_att_copy16(uint16_t* to, const uint16_t* from, bool valid) {
@@ -83,7 +95,7 @@ template <int kD> __device__ __forceinline__ void kiln_att_load_tile(uint16_t* t
   }
 }
 
-template <int kD, bool kBf16> __device__ void kiln_attention(const KilnAttentionArgs& a) {
+template <int kD, bool kBf16, bool kMask, bool kZeroNan> __device__ void kiln_attention(const KilnAttentionArgs& a) {
   constexpr int kLd = kD + 8;  // padded rows: the fragment loads below hit 32 different banks
   uint16_t* const qs = kiln_attention_smem;
   uint16_t* const ks = qs + 64 * kLd;     // two stages
@@ -96,6 +108,7 @@ template <int kD, bool kBf16> __device__ void kiln_attention(const KilnAttention
   const uint16_t* k = a.k + b * a.k_outer + h * a.k_head;
   const uint16_t* v = a.v + b * a.v_outer + h * a.v_head;
   uint16_t* out = a.out + b * a.o_outer + h * a.o_head;
+  const uint16_t* mask = kMask ? a.mask + b * a.m_outer + h * a.m_head : nullptr;
   int keys = a.tk;  // keys any row of this block keeps
   if (a.causal) keys = min(keys, max(0, q0 + 63 + a.causal_offset + 1));
   const int tiles = (keys + 63) / 64;
@@ -109,6 +122,7 @@ template <int kD, bool kBf16> __device__ void kiln_attention(const KilnAttention
   #pragma unroll
   for (int j = 0; j < kD / 8; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
   float row_max[2] = {-inf, -inf}, row_sum[2] = {0.f, 0.f};
+  int nan_score[2] = {0, 0};  // zero_nan_rows: a NaN score seen in the row (fmaxf skips NaN)
   const int row_a = q0 + warp * 16 + g;  // this thread's two rows: row_a and row_a + 8
 
   for (int tile = 0; tile < tiles; ++tile) {
@@ -142,14 +156,18 @@ template <int kD, bool kBf16> __device__ void kiln_attention(const KilnAttention
     }
     const int key0 = tile * 64;
     // Only tiles that reach past Tk or past the block's first row's causal limit test each key.
-    const bool masked = key0 + 63 >= a.tk || (a.causal && key0 + 63 > q0 + a.causal_offset);
+    const bool masked = kMask || key0 + 63 >= a.tk || (a.causal && key0 + 63 > q0 + a.causal_offset);
     #pragma unroll
     for (int j = 0; j < 8; ++j)
       #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int row = row_a + (e >> 1) * 8, key = key0 + 8 * j + 2 * t + (e & 1);
         const bool keep = !masked || (key < a.tk && (!a.causal || key <= row + a.causal_offset));
-        s[j][e] = keep ? s[j][e] * a.scale_log2 : -inf;
+        float x = keep ? s[j][e] * a.scale_log2 : -inf;
+        if (kMask && keep && row < a.tq)
+          x += kiln_att_to_float<kBf16>(mask[row * a.m_row + key * a.m_key]) * 1.4426950408889634f;  // log2(e)
+        if (kZeroNan) nan_score[e >> 1] |= x != x;
+        s[j][e] = x;
       }
     #pragma unroll
     for (int r = 0; r < 2; ++r) {
@@ -198,7 +216,24 @@ template <int kD, bool kBf16> __device__ void kiln_attention(const KilnAttention
     sum += __shfl_xor_sync(0xffffffffu, sum, 2);
     const float inv = 1.f / sum;  // 0 keys kept: 0 * inf = NaN, as softmax over only -inf
     const int row = row_a + 8 * r;
+    int nan_row = 0;
+    if (kZeroNan) {  // the softmax row is NaN: every key masked, a NaN score, or a +inf score
+      nan_row = nan_score[r] | (row_max[r] == -inf) | (row_max[r] == inf);
+      nan_row |= __shfl_xor_sync(0xffffffffu, nan_row, 1);
+      nan_row |= __shfl_xor_sync(0xffffffffu, nan_row, 2);
+    }
     if (row >= a.tq) continue;
+    if (kZeroNan && nan_row) {  // every weight 0: sum_j 0 * v[j] over all keys (NaN where v is not)
+      for (int j = 0; j < kD / 8; ++j) {
+        float z0 = 0.f, z1 = 0.f;
+        for (int key = 0; key < a.tk; ++key) {
+          z0 += 0.f * kiln_att_to_float<kBf16>(v[key * a.v_row + 8 * j + 2 * t]);
+          z1 += 0.f * kiln_att_to_float<kBf16>(v[key * a.v_row + 8 * j + 2 * t + 1]);
+        }
+        *reinterpret_cast<unsigned*>(out + row * a.o_row + 8 * j + 2 * t) = kiln_att_pack<kBf16>(z0, z1);
+      }
+      continue;
+    }
     #pragma unroll
     for (int j = 0; j < kD / 8; ++j)
       *reinterpret_cast<unsigned*>(out + row * a.o_row + 8 * j + 2 * t) =
@@ -211,25 +246,26 @@ template <int kD, bool kBf16> __device__ void kiln_attention(const KilnAttention
 
 bool fused_attention_head_dim_supported(int64_t head_dim) { return head_dim >= 16 && head_dim <= 128 && head_dim % 16 == 0; }
 
-std::string fused_attention_kernel_name(DType dtype, int64_t head_dim) {
-  KILN_CHECK(dtype == DType::BF16 || dtype == DType::F16, "fused attention takes f16 or bf16, not ", dtype_name(dtype));
-  KILN_CHECK(fused_attention_head_dim_supported(head_dim), "fused attention: head dim ", head_dim,
+std::string fused_attention_kernel_name(const FusedAttentionKernel& k) {
+  KILN_CHECK(k.dtype == DType::BF16 || k.dtype == DType::F16, "fused attention takes f16 or bf16, not ", dtype_name(k.dtype));
+  KILN_CHECK(fused_attention_head_dim_supported(k.head_dim), "fused attention: head dim ", k.head_dim,
              " is not a multiple of 16 up to 128");
-  return str("kiln_attention_", dtype_name(dtype), "_d", head_dim);
+  return str("kiln_attention_", dtype_name(k.dtype), "_d", k.head_dim, k.mask ? "_mask" : "", k.zero_nan_rows ? "_zero_nan" : "");
 }
 
 int64_t fused_attention_shared_bytes(int64_t head_dim) {
   return int64_t(kFusedAttentionQueryRows + 4 * 64) * (head_dim + 8) * 2;  // q, and k and v two stages deep
 }
 
-std::string fused_attention_source(const std::set<std::pair<DType, int64_t>>& kernels) {
+std::string fused_attention_source(const std::set<FusedAttentionKernel>& kernels) {
   if (kernels.empty()) return "";
   std::string src = kAttentionTemplate;
-  for (const auto& [dtype, d] : kernels)
+  auto flag = [](bool b) { return b ? "true" : "false"; };
+  for (const FusedAttentionKernel& k : kernels)
     // Four blocks a multiprocessor (128 registers a thread) up to head dim 64.
-    src += str("extern \"C\" __global__ void __launch_bounds__(", kFusedAttentionThreads, d <= 64 ? ", 4" : "", ") ",
-               fused_attention_kernel_name(dtype, d), "(const KilnAttentionArgs a) { kiln_attention<", d, ", ",
-               dtype == DType::BF16 ? "true" : "false", ">(a); }\n");
+    src += str("extern \"C\" __global__ void __launch_bounds__(", kFusedAttentionThreads, k.head_dim <= 64 ? ", 4" : "",
+               ") ", fused_attention_kernel_name(k), "(const KilnAttentionArgs a) { kiln_attention<", k.head_dim, ", ",
+               flag(k.dtype == DType::BF16), ", ", flag(k.mask), ", ", flag(k.zero_nan_rows), ">(a); }\n");
   return src;
 }
 

@@ -5,6 +5,7 @@
 // kernels; fused, it reads q, k, v once and writes the output once.
 #pragma once
 
+#include <compare>
 #include <cstdint>
 #include <set>
 #include <string>
@@ -17,12 +18,23 @@ namespace kiln::codegen::cuda {
 // Head dims the kernel takes (a multiple of 16, the mma's k; at most 128 for its registers).
 bool fused_attention_head_dim_supported(int64_t head_dim);
 
-// The entry point for one element type (f16 or bf16) and head dim, e.g. kiln_attention_bf16_d64.
-std::string fused_attention_kernel_name(DType dtype, int64_t head_dim);
+// One instantiation of the kernel: element type (f16 or bf16), head dim, whether it adds an
+// additive mask of the element type to the scores, and whether a row whose softmax is NaN weighs
+// every value by 0 (the op's zero_nan_rows).
+struct FusedAttentionKernel {
+  DType dtype = DType::BF16;
+  int64_t head_dim = 0;
+  bool mask = false;
+  bool zero_nan_rows = false;
+  auto operator<=>(const FusedAttentionKernel&) const = default;
+};
+
+// Its entry point, e.g. kiln_attention_bf16_d64, kiln_attention_f16_d128_mask_zero_nan.
+std::string fused_attention_kernel_name(const FusedAttentionKernel& k);
 
 // CUDA C for the kernels named: the shared template once, one extern "C" entry point each. Needs
 // sm_80 or newer (mma.sync m16n8k16 on f16/bf16, cp.async, ldmatrix).
-std::string fused_attention_source(const std::set<std::pair<DType, int64_t>>& kernels);
+std::string fused_attention_source(const std::set<FusedAttentionKernel>& kernels);
 
 // The launch: blocks of kThreads threads, each kQueryRows query rows of one (batch, head); the
 // grid is (batch*heads, ceil(Tq / kQueryRows)); this many bytes of dynamic shared memory.
@@ -48,6 +60,10 @@ struct FusedAttentionArgs {
   int causal = 0;         // keep key j for query i only when j <= i + causal_offset
   int causal_offset = 0;  // Tk - Tq: the causal mask aligned to the bottom right, as the op says
   float scale_log2 = 0;   // scale * log2(e): the kernel exponentiates with exp2
+  // The additive mask (kernels with `mask`), of q's element type: element (batch, head, row, key) at
+  // these element strides, 0 along the dims it broadcasts over.
+  const void* mask = nullptr;
+  int64_t m_outer = 0, m_head = 0, m_row = 0, m_key = 0;
 };
 
 }  // namespace kiln::codegen::cuda

@@ -5,6 +5,7 @@
 #include "codegen/cuda/cuda_emitter.h"
 
 #include <algorithm>
+#include <cctype>
 #include <functional>
 #include <map>
 #include <set>
@@ -334,10 +335,44 @@ CudaKernelSource emit_cuda_kernel(const LoopKernel& k, const CudaEmitOptions& op
   return p.run();
 }
 
-std::string cuda_translation_unit(const std::vector<CudaKernelSource>& kernels) {
-  std::string text = cuda_prelude();
-  for (const auto& k : kernels) text += "\n" + k.source;
-  return text;
+namespace {
+// The kernel's code with its own name (as a whole identifier) blanked and // comments dropped: two
+// kernels with equal keys compile to the same machine code.
+std::string code_identity(const CudaKernelSource& k) {
+  auto identifier_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  std::string out;
+  out.reserve(k.source.size());
+  const std::string& s = k.source;
+  for (size_t i = 0; i < s.size();) {
+    if (s.compare(i, 2, "//") == 0) {
+      i = s.find('\n', i);
+      if (i == std::string::npos) break;
+      continue;
+    }
+    if (s.compare(i, k.name.size(), k.name) == 0 && (i == 0 || !identifier_char(s[i - 1])) &&
+        (i + k.name.size() == s.size() || !identifier_char(s[i + k.name.size()]))) {
+      out += "@";
+      i += k.name.size();
+      continue;
+    }
+    out += s[i++];
+  }
+  return out;
+}
+}  // namespace
+
+CudaTranslationUnit cuda_translation_unit(const std::vector<CudaKernelSource>& kernels) {
+  CudaTranslationUnit tu;
+  tu.source = cuda_prelude();
+  std::map<std::string, std::string> entry_of_code;
+  for (const auto& k : kernels) {
+    auto [it, first] = entry_of_code.emplace(code_identity(k), k.name);
+    tu.function_of.push_back(it->second);
+    if (!first) continue;
+    tu.source += "\n" + k.source;
+    ++tu.distinct_kernels;
+  }
+  return tu;
 }
 
 }  // namespace kiln::codegen::cuda

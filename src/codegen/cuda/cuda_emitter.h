@@ -68,7 +68,15 @@ std::string cuda_prelude();
 // struct holds.
 CudaKernelSource emit_cuda_kernel(const lower::LoopKernel& k, const CudaEmitOptions& options = {});
 
-// The prelude followed by every kernel: one NVRTC program.
-std::string cuda_translation_unit(const std::vector<CudaKernelSource>& kernels);
+// One NVRTC program: the prelude followed by each distinct kernel once. Kernels whose code is the
+// same up to their name and comments (every layer of a transformer, a ResNet's repeated blocks)
+// are written once and run through the first one's entry point. Why: NVRTC's time grows with the
+// source (GPT-2: 234 kernels, ~9 s cold, most of them twelve copies of one layer).
+struct CudaTranslationUnit {
+  std::string source;
+  std::vector<std::string> function_of;  // function_of[i]: the entry point that runs kernels[i]
+  int distinct_kernels = 0;
+};
+CudaTranslationUnit cuda_translation_unit(const std::vector<CudaKernelSource>& kernels);
 
 }  // namespace kiln::codegen::cuda

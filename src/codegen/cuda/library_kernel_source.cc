@@ -330,6 +330,68 @@ template <class T> __device__ void kl_conv2d(const KilnLibArgs& a) {
   }
 }
 
+// dwconv2d (depthwise: Cg = 1, O = C = groups): the same p. A block takes one (image, channel)
+// plane at a time, its threads the plane's output positions, so the plane's inputs (a few KB)
+// stay in L1 across the taps and the channel's weights are broadcast loads; 32-bit index math.
+// Taps sum in conv2d's order; a tap over padding adds 0 * w only for a non-finite weight.
+template <class T> __device__ void kl_dwconv2d(const KilnLibArgs& a) {
+  const typename T::S* x = (const typename T::S*)a.in[0];
+  const typename T::S* w = (const typename T::S*)a.in[1];
+  const typename T::S* bias = (const typename T::S*)a.in[2];
+  typename T::S* y = (typename T::S*)a.out[0];
+  const int64_t C = a.p[1];
+  const int H = int(a.p[2]), W = int(a.p[3]), KH = int(a.p[6]), KW = int(a.p[7]), OW = int(a.p[9]);
+  const int points = int(a.p[8] * a.p[9]);
+  const int sh = int(a.p[10]), sw = int(a.p[11]), pt = int(a.p[12]), pl = int(a.p[13]), dh = int(a.p[14]), dw = int(a.p[15]);
+  for (int64_t plane = blockIdx.x; plane < a.p[0] * C; plane += gridDim.x) {
+    const int64_t c = plane % C;
+    const typename T::S* xc = x + plane * int64_t(H) * W;
+    const typename T::S* wc = w + c * KH * KW;
+    typename T::S* yc = y + plane * points;
+    const typename T::A b0 = a.p[17] ? typename T::A(T::ld(bias, c)) : typename T::A(0);
+    for (int p = int(threadIdx.x); p < points; p += int(blockDim.x)) {
+      const int oy = p / OW, ox = p - oy * OW;
+      typename T::A acc = b0;
+      for (int ky = 0; ky < KH; ++ky) {
+        const int iy = oy * sh - pt + ky * dh;
+        for (int kx = 0; kx < KW; ++kx) {
+          const int ix = ox * sw - pl + kx * dw;
+          const typename T::A wv = typename T::A(T::ld(wc, ky * KW + kx));
+          if (iy >= 0 && iy < H && ix >= 0 && ix < W) acc += typename T::A(T::ld(xc, iy * W + ix)) * wv;
+          else if (wv - wv != 0) acc += 0 * wv;
+        }
+      }
+      T::st(yc, p, typename T::C(acc));
+    }
+  }
+}
+
+// im2col: p = N, C, H, W, KH, KW, OH, OW, sh, sw, pad top, pad left, dh, dw. A block takes one
+// row of the [N, C*KH*KW, OH*OW] columns at a time (one image, one window element), its threads
+// consecutive output positions: 32-bit index math (a position needs one division; a per-element
+// 64-bit decomposition cost ResNet-50's stem 560 us on an H100) and coalesced stores. Zeros (all
+// bits clear: +0 in every float type) over padding.
+template <class T> __device__ void kl_im2col(const KilnLibArgs& a) {
+  const typename T::S* x = (const typename T::S*)a.in[0];
+  typename T::S* y = (typename T::S*)a.out[0];
+  const int64_t C = a.p[1], KH = a.p[4], KW = a.p[5];
+  const int H = int(a.p[2]), W = int(a.p[3]), OW = int(a.p[7]);
+  const int points = int(a.p[6] * a.p[7]);
+  const int sh = int(a.p[8]), sw = int(a.p[9]), pt = int(a.p[10]), pl = int(a.p[11]), dh = int(a.p[12]), dw = int(a.p[13]);
+  const int64_t rows = C * KH * KW;
+  for (int64_t line = blockIdx.x; line < a.p[0] * rows; line += gridDim.x) {
+    const int64_t row = line % rows, n = line / rows;
+    const int kx = int(row % KW), ky = int(row / KW % KH);
+    const typename T::S* plane = x + (n * C + row / (KW * KH)) * int64_t(H) * W;
+    typename T::S* out = y + line * points;
+    for (int p = int(threadIdx.x); p < points; p += int(blockDim.x)) {
+      const int oy = p / OW, ox = p - oy * OW;
+      const int iy = oy * sh - pt + ky * dh, ix = ox * sw - pl + kx * dw;
+      out[p] = iy >= 0 && iy < H && ix >= 0 && ix < W ? plane[iy * W + ix] : typename T::S(0);
+    }
+  }
+}
+
 // conv_transpose2d: the same p with Og (w's dim 1) at p[5]; w is [C, Og, KH, KW]. Each output sums
 // the inputs whose taps land on it: oh = ih * sh - pad + kh * dh.
 template <class T> __device__ void kl_conv_transpose2d(const KilnLibArgs& a) {

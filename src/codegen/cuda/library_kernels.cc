@@ -40,7 +40,9 @@ const LibOp kLibOps[] = {
     {Op::AvgPool2d, "avgpool", Family::kFloat},
     {Op::GlobalAvgPool, "global_avgpool", Family::kFloat},
     {Op::Conv2d, "conv2d", Family::kFloat},
+    {Op::Conv2d, "dwconv2d", Family::kFloat},  // depthwise: is_depthwise_conv
     {Op::ConvTranspose2d, "conv_transpose2d", Family::kFloat},
+    {Op::Im2Col, "im2col", Family::kMovement},
     {Op::Det, "det", Family::kFloat},
     {Op::Resize, "resize", Family::kOrdered},
 };
@@ -81,7 +83,8 @@ std::string type_token(const LibOp& l, DType t) {
 
 std::string kernel_name(const Node& n) {
   const LibOp& l = *lib_op(n.op);
-  std::string name = str("kiln_lib_", l.base, "_", type_token(l, data_dtype(n)));
+  const char* base = is_depthwise_conv(n) ? "dwconv2d" : l.base;
+  std::string name = str("kiln_lib_", base, "_", type_token(l, data_dtype(n)));
   if (n.op == Op::Gather || n.op == Op::GatherElements) name += str("_", dtype_name(n.inputs[1]->type.dtype));
   return name;
 }
@@ -285,7 +288,26 @@ std::vector<LibraryLaunch> plan_conv(const Node& n, const std::map<std::string, 
     KILN_CHECK(x[1] == w[1] * groups, n.describe(), ": conv2d channels do not divide into ", groups, " groups");
   std::vector<int64_t> p = {x[0], x[1], x[2], x[3], out[1], w[1], w[2], w[3], out[2], out[3],
                             s[0], s[1], pad[0], pad[1], d[0], d[1], groups, n.inputs.size() > 2 ? 1 : 0};
+  if (is_depthwise_conv(n)) {  // a block per plane: 32-bit offsets within it
+    KILN_CHECK(x[2] * x[3] <= INT32_MAX && out[2] * out[3] <= INT32_MAX, n.describe(),
+               ": a depthwise plane over 2^31 elements");
+    return {launch_for(n, prod(out, 0, out.size()), p)};
+  }
   return {launch_for(n, prod(out, 0, out.size()), p)};
+}
+
+// p: N, C, H, W, KH, KW, OH, OW, sh, sw, pad top, pad left, dh, dw.
+std::vector<LibraryLaunch> plan_im2col(const Node& n, const std::map<std::string, int64_t>& dims) {
+  std::vector<int64_t> x = dims_of(n.inputs[0], dims), out = dims_of(n.outputs[0], dims);
+  const auto& k = n.attrs.get_ints("kernel");
+  const auto& s = n.attrs.get_ints("strides");
+  const auto& pad = n.attrs.get_ints("pads");
+  const auto& d = n.attrs.get_ints("dilations");
+  const int64_t ow = out[2] == 0 ? 0 : (x[3] + pad[1] + pad[3] - d[1] * (k[1] - 1) - 1) / s[1] + 1;
+  const int64_t oh = ow == 0 ? 0 : out[2] / ow;
+  KILN_CHECK(x[2] * x[3] <= INT32_MAX && out[2] <= INT32_MAX, n.describe(), ": im2col over planes of 2^31 elements");
+  return {launch_for(n, prod(out, 0, out.size()),
+                     {x[0], x[1], x[2], x[3], k[0], k[1], oh, ow, s[0], s[1], pad[0], pad[1], d[0], d[1]})};
 }
 
 // p: batch, n. Scratch: an f64 copy of every matrix for its LU factorisation.
@@ -388,6 +410,13 @@ std::string library_kernel_refusal(const Node& n) {
 
 std::vector<std::string> library_kernel_names(const Node& n) { return {kernel_name(n)}; }
 
+bool is_depthwise_conv(const Node& n) {
+  if (n.op != Op::Conv2d || n.inputs.size() < 2 || n.inputs[1]->type.rank() != 4) return false;
+  const int64_t groups = n.attrs.get_int("groups");
+  const Shape& w = n.inputs[1]->type.shape;
+  return groups > 1 && w[0].maybe_constant() == groups && w[1].maybe_constant() == 1;
+}
+
 std::set<std::string> all_library_kernel_names() {
   std::set<std::string> names;
   for (const LibOp& l : kLibOps)
@@ -420,6 +449,7 @@ std::vector<LibraryLaunch> plan_library_kernel(const Node& n, const std::map<std
     case Op::GlobalAvgPool: return plan_global_avgpool(n, dims);
     case Op::Conv2d:
     case Op::ConvTranspose2d: return plan_conv(n, dims);
+    case Op::Im2Col: return plan_im2col(n, dims);
     case Op::Det: return plan_det(n, dims);
     case Op::Resize: return plan_resize(n, dims);
     default: break;

@@ -46,6 +46,12 @@ std::string library_kernel_refusal(const Node& n);
 // The kernels node n's launches call, whatever the dims (to compile them with the graph).
 std::vector<std::string> library_kernel_names(const Node& n);
 
+// A depthwise conv2d (one filter per channel: groups == channels in == channels out), which runs
+// on a kernel of its own (dwconv2d: a block per (image, channel) plane, the plane's inputs in L1
+// across the taps). Why: cuDNN's NCHW depthwise kernels in bf16 took 360-520 us for ConvNeXt-T's
+// 7x7 convs at batch 32 (~20 us of bytes).
+bool is_depthwise_conv(const Node& n);
+
 // Node n's launches once its dims are bound. Throws kiln::Error naming the node for bad input the
 // reference interpreter also rejects (reflect padding wider than the dim, argmax over an empty axis).
 std::vector<LibraryLaunch> plan_library_kernel(const Node& n, const std::map<std::string, int64_t>& dims);

@@ -6,20 +6,23 @@
 #include <cstdint>
 #include <utility>
 
+#include "codegen/cuda/attention_kernel.h"
 #include "kiln/graph.h"
 
 namespace kiln::codegen::cuda {
 
 // Whether the fused attention kernel (attention_kernel.h) runs this node: f16/bf16 q, k, v of
-// equal batch dims and head dim (a multiple of 16 up to 128), no mask operand.
+// equal batch dims and head dim (a multiple of 16 up to 128), no mask or an additive one of q's
+// type (q then at most rank 4).
 bool fused_attention_supports(const Node& n);
 
-// The fused kernel a node fused_attention_supports runs: its element type and head dim (the key
-// of fused_attention_kernel_name and fused_attention_source).
-std::pair<DType, int64_t> fused_attention_kernel(const Node& n);
+// The fused kernel a node fused_attention_supports runs (the key of fused_attention_kernel_name
+// and fused_attention_source).
+FusedAttentionKernel fused_attention_kernel(const Node& n);
 
 // split -> slices (views); a conv whose windows tile its input (kernel == stride: patch
-// embeddings) -> patches x weight as a matmul; conv2d + bias (symmetric pads) -> conv2d, add (the
+// embeddings) -> patches x weight as a matmul; a conv over at most 4 input channels (stems) ->
+// weight x im2col columns as a batched matmul; conv2d + bias (symmetric pads) -> conv2d, add (the
 // add fuses with what follows); attention the fused kernel cannot run (all of it without
 // `fused_attention`) -> primitives; fused attention whose only reader permutes its heads after the
 // rows -> attention with heads_last (the kernel writes [B, T, H, D]). Lower the result with

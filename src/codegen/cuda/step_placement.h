@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "codegen/cuda/attention_kernel.h"
 #include "kiln/graph.h"
 #include "lower/program.h"
 
@@ -19,9 +20,9 @@ namespace kiln::codegen::cuda {
 void check_cuda_graph(const Graph& g);
 
 struct StepPlacement {
-  std::set<size_t> host_steps;                              // indices into Program::steps
-  std::set<std::pair<DType, int64_t>> attention_kernels;    // fused attention kernels to build
-  std::set<std::string> library_kernels;                    // library_kernels.h kernels to build
+  std::set<size_t> host_steps;                       // indices into Program::steps
+  std::set<FusedAttentionKernel> attention_kernels;  // fused attention kernels to build
+  std::set<std::string> library_kernels;             // library_kernels.h kernels to build
 };
 
 // The library steps of `low`: shape_of and steps whose operands are all constants or host-step

@@ -311,6 +311,11 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bia
                 {"output_padding", std::move(output_padding)}, {"dilations", std::move(dilation)},
                 {"groups", groups}});
 }
+Tensor im2col(const Tensor& x, Ints kernel, Ints stride, Ints padding, Ints dilation) {
+  return apply(Op::Im2Col, {x},
+               {{"kernel", std::move(kernel)}, {"strides", std::move(stride)}, {"pads", four_pads("im2col", padding)},
+                {"dilations", std::move(dilation)}});
+}
 Tensor max_pool2d(const Tensor& x, Ints kernel, Ints stride, Ints padding, Ints dilation,
                   bool ceil_mode) {
   if (stride.empty()) stride = kernel;

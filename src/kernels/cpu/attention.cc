@@ -33,7 +33,10 @@ void softmax_row(float* row, int64_t n) {
 }
 
 Ran run_attention(const KernelArgs& args) {
-  if (args.in.size() > 3 || args.in[0].dtype() != DType::F32) return Ran::kNotHandled;
+  // A mask, the [B, Tq, H, D] layout and zero_nan_rows: the reference kernel.
+  if (args.in.size() > 3 || args.in[0].dtype() != DType::F32 || args.attrs.get_int("heads_last") != 0 ||
+      args.attrs.get_int("zero_nan_rows") != 0)
+    return Ran::kNotHandled;
   const HostTensor &q = args.in[0], &k = args.in[1], &v = args.in[2];
   HostTensor& out = args.out[0];
   const int r = q.rank();

@@ -3,6 +3,7 @@
 // Running it is CudaExecutable's (cuda_binding.cc, cuda_launch.cc).
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <set>
@@ -26,7 +27,15 @@ double millis(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
-const std::vector<std::string> kNvrtcOptions = {"--std=c++17", "-diag-suppress=550,177"};
+// NVRTC's options: C++17, two warnings the generated code trips harmlessly, and its optimizer on
+// every core (--split-compile, NVRTC 12.4+; KILN_NVRTC_THREADS=N caps it, 1 turns it off).
+std::vector<std::string> nvrtc_options() {
+  std::vector<std::string> options = {"--std=c++17", "-diag-suppress=550,177"};
+  const NvrtcStatus& nv = nvrtc_status();
+  const char* threads = std::getenv("KILN_NVRTC_THREADS");
+  if (nv.major * 100 + nv.minor >= 1204) options.push_back(str("--split-compile=", threads ? threads : "0"));
+  return options;
+}
 
 std::vector<char> read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -75,7 +84,7 @@ std::shared_ptr<Executable> compile_cuda_with_row_forms(const Graph& g, const Cu
   exe->lowered = lowering.program;
   const runtime::CompiledExecutable& low = *exe->lowered;
   exe->host_steps_ = lowering.placement.host_steps;
-  const std::set<std::pair<DType, int64_t>>& attention_kernels = lowering.placement.attention_kernels;
+  const std::set<codegen::cuda::FusedAttentionKernel>& attention_kernels = lowering.placement.attention_kernels;
   if (options.fuse_epilogues) {
     for (size_t i = 0; i + 1 < low.steps.size(); ++i) {
       if (!low.steps[i].library || low.steps[i].node->op != Op::MatMul) continue;
@@ -88,6 +97,11 @@ std::shared_ptr<Executable> compile_cuda_with_row_forms(const Graph& g, const Cu
         exe->epilogues_[i] = *m;
         exe->epilogue_into_[i] = i + 1;
         exe->skipped_steps_.insert(i + 1);
+        if (const Value* gelu = gelu_after_reshape(*m, low, i + 2)) {
+          exe->epilogues_[i].epilogue = MatmulEpilogue::GeluBias;
+          exe->epilogues_[i].out = gelu;
+          exe->skipped_steps_.insert(i + 2);
+        }
       }
     }
   }
@@ -96,7 +110,8 @@ std::shared_ptr<Executable> compile_cuda_with_row_forms(const Graph& g, const Cu
       int64_t(device.info().max_shared_per_multiprocessor));
   const codegen::cuda::CudaEmitOptions emit = cuda_emit_options(options, forms, row_device);
   for (const auto& lk : low.kernels) exe->kernel_sources.push_back(codegen::cuda::emit_cuda_kernel(lk.kernel, emit));
-  exe->source_ = codegen::cuda::cuda_translation_unit(exe->kernel_sources);
+  const codegen::cuda::CudaTranslationUnit unit = codegen::cuda::cuda_translation_unit(exe->kernel_sources);
+  exe->source_ = unit.source;
   exe->source_ += codegen::cuda::fused_attention_source(attention_kernels);
   const std::set<std::string>& library_kernels = lowering.placement.library_kernels;
   exe->source_ += codegen::cuda::library_kernels_source(library_kernels);
@@ -118,10 +133,11 @@ std::shared_ptr<Executable> compile_cuda_with_row_forms(const Graph& g, const Cu
     KILN_CHECK(nv.loaded, nv.message);
     const std::string identity = str("nvrtc ", nv.major, ".", nv.minor, " ", arch);
     runtime::CompileCache cache(compile_cache_dir(options.base));
-    exe->stats_.cache_key = runtime::CompileCache::key(exe->source_, identity, kNvrtcOptions);
+    const std::vector<std::string> flags = nvrtc_options();
+    exe->stats_.cache_key = runtime::CompileCache::key(exe->source_, identity, flags);
     auto build = [&](const std::string& src_path, const std::string& out_path) {
       (void)src_path;
-      std::vector<char> cubin = nvrtc_compile(exe->source_, "kiln_graph.cu", arch, kNvrtcOptions);
+      std::vector<char> cubin = nvrtc_compile(exe->source_, "kiln_graph.cu", arch, flags);
       std::ofstream out(out_path, std::ios::binary);
       out.write(cubin.data(), std::streamsize(cubin.size()));
       KILN_CHECK(out.good(), "cannot write ", out_path);
@@ -131,23 +147,24 @@ std::shared_ptr<Executable> compile_cuda_with_row_forms(const Graph& g, const Cu
                            ? cache.get_or_build(exe->stats_.cache_key, exe->source_, build, &exe->stats_.cache_hit)
                            : "";
     std::vector<char> cubin;
-    if (path.empty()) cubin = nvrtc_compile(exe->source_, "kiln_graph.cu", arch, kNvrtcOptions);
+    if (path.empty()) cubin = nvrtc_compile(exe->source_, "kiln_graph.cu", arch, flags);
     else cubin = read_file(path);
     const Clock::time_point c1 = Clock::now();
     exe->stats_.compile_ms = exe->stats_.cache_hit ? 0 : millis(c0, c1);
     exe->stats_.shared_object = path;
     exe->module = std::make_unique<CudaModule>(cubin);
-    for (const auto& k : exe->kernel_sources) {
-      exe->functions.push_back(exe->module->function(k.name));
+    for (size_t i = 0; i < exe->kernel_sources.size(); ++i) {
+      const codegen::cuda::CudaKernelSource& k = exe->kernel_sources[i];
+      exe->functions.push_back(exe->module->function(unit.function_of[i]));
       // Static and dynamic shared memory together may exceed the 48 KiB a kernel gets without
       // opting in even when the dynamic part alone does not (48 KiB of staged rows did).
       if (k.shared_bytes > 0) allow_dynamic_shared(exe->functions.back(), int(k.shared_bytes));
       if (k.cluster > 8) allow_non_portable_cluster(exe->functions.back());
     }
-    for (const auto& [dtype, d] : attention_kernels) {
-      const std::string name = codegen::cuda::fused_attention_kernel_name(dtype, d);
+    for (const codegen::cuda::FusedAttentionKernel& k : attention_kernels) {
+      const std::string name = codegen::cuda::fused_attention_kernel_name(k);
       CUfunction fn = exe->module->function(name);
-      allow_dynamic_shared(fn, int(codegen::cuda::fused_attention_shared_bytes(d)));
+      allow_dynamic_shared(fn, int(codegen::cuda::fused_attention_shared_bytes(k.head_dim)));
       exe->attention_functions_[name] = fn;
     }
     for (const std::string& name : library_kernels) exe->library_functions_[name] = exe->module->function(name);

@@ -114,7 +114,7 @@ class CudaExecutable : public Executable {
     std::vector<const Value*> buffers;  // kernel: params; library: inputs then outputs
     std::unique_ptr<LtMatmul> matmul;
     std::optional<codegen::cuda::FusedAttentionArgs> attention;  // pointers filled at each enqueue
-    std::array<int64_t, 3> attention_offsets{};  // bytes into q's, k's, v's buffers (strided views)
+    std::array<int64_t, 4> attention_offsets{};  // bytes into q's, k's, v's, the mask's buffers (views)
     double attention_flops = 0;
     // A library kernel's launches (gather, concat, conv...: library_kernels.h), with their scratch.
     struct LibraryLaunch {

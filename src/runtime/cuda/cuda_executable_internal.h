@@ -26,6 +26,10 @@ inline int64_t product(const std::vector<int64_t>& v, size_t begin, size_t end) 
 
 // A fused kernel after a matmul that cuBLASLt can run as the GEMM's epilogue (cuda_plan.cc).
 std::optional<EpilogueMatch> match_epilogue(const Node& matmul, const runtime::CompiledExecutable& low, size_t kernel_step);
+// The output of a lone gelu (tanh form) that step `step` runs, reading a Bias epilogue's output
+// through a reshape: the epilogue then becomes GeluBias into it, and that step is skipped too.
+// Null otherwise.
+const Value* gelu_after_reshape(const EpilogueMatch& m, const runtime::CompiledExecutable& low, size_t step);
 
 struct CudaExecutable::Binding {
   std::map<std::string, int64_t> dims;      // graph symbols

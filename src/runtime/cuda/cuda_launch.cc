@@ -79,6 +79,8 @@ void CudaExecutable::enqueue(Binding& b) {
         args.k = reinterpret_cast<const void*>(device_ptr(plan.buffers[1]) + DevicePtr(plan.attention_offsets[1]));
         args.v = reinterpret_cast<const void*>(device_ptr(plan.buffers[2]) + DevicePtr(plan.attention_offsets[2]));
         args.out = reinterpret_cast<void*>(device_ptr(plan.buffers[3]));
+        if (plan.buffers.size() > 4)
+          args.mask = reinterpret_cast<const void*>(device_ptr(plan.buffers[4]) + DevicePtr(plan.attention_offsets[3]));
         if (args.tk == 0) {  // no keys: the product with an empty v is zeros
           const Value* out = plan.buffers[3];
           KILN_CU(api.cuMemsetD8Async(device_ptr(out), 0, size_t(out->type.numel().evaluate(b.dims)) * dtype_size(out->type.dtype),
@@ -199,8 +201,11 @@ void CudaExecutable::record(Binding& b, Scoreboard* sb) {
       // Attention's buffers may be those its operands are views of: count the operands.
       std::vector<const Value*> moved = plan.buffers;
       size_t first_written = 2;  // matmul: a, b, then the product
-      if (plan.attention) moved = {step.node->inputs[0], step.node->inputs[1], step.node->inputs[2], step.node->outputs[0]};
-      if (plan.attention) first_written = 3;
+      if (plan.attention) {  // q, k, v, the mask, then the output
+        moved.assign(step.node->inputs.begin(), step.node->inputs.end());
+        first_written = moved.size();
+        moved.push_back(step.node->outputs[0]);
+      }
       const bool node_io = !plan.library_launches.empty() || plan.conv;
       if (node_io) {  // every operand read once, every result written once
         moved.assign(step.node->inputs.begin(), step.node->inputs.end());

@@ -67,6 +67,24 @@ std::optional<EpilogueMatch> match_epilogue(const Node& matmul, const runtime::C
   return m;
 }
 
+// GPT-2's MLP as exported: matmul, + bias, a reshape back to [B, T, F] (an alias), then gelu in the
+// tanh form: that gelu's output when the gelu is alone in the kernel of step `step` and reads the
+// biased product only, so a Bias epilogue can grow into GeluBias writing it (the same bytes).
+const Value* gelu_after_reshape(const EpilogueMatch& m, const runtime::CompiledExecutable& low, size_t step) {
+  if (m.epilogue != MatmulEpilogue::Bias || m.residual || step >= low.steps.size() || low.steps[step].library)
+    return nullptr;
+  const Value* biased = m.out;
+  if (biased->uses.size() != 1 || low.graph->is_output(biased)) return nullptr;
+  const Node* reshape = biased->uses[0].user;
+  if (reshape->op != Op::Reshape || reshape->outputs[0]->uses.size() != 1 || low.graph->is_output(reshape->outputs[0]))
+    return nullptr;
+  const Node* gelu = reshape->outputs[0]->uses[0].user;
+  if (gelu->op != Op::Gelu || gelu->attrs.get_string("approximate") != "tanh") return nullptr;
+  const lower::FusionGroup& grp = low.schedule.groups[step];
+  if (grp.nodes.size() != 1 || grp.nodes[0] != gelu || grp.outputs.size() != 1) return nullptr;
+  return gelu->outputs[0];
+}
+
 // Every intermediate buffer (neither input, output nor constant) with the steps that write and
 // last read it — through views, kernel parameters and library calls alike (the CPU's arena leaves
 // out buffers a library call touches; on the GPU they are device buffers like any other) — laid
@@ -150,11 +168,29 @@ void CudaExecutable::plan_attention(const Node& n, const std::map<std::string, i
     plan.buffers.push_back(view.source);
   }
   plan.buffers.push_back(n.outputs[0]);
+  cg::FusedAttentionArgs a;
+  if (n.inputs.size() == 4) {  // the additive mask: any strided view, broadcast dims at stride 0
+    const Value* m = n.inputs[3];
+    const std::vector<int64_t> shape = eval_shape(m->type.shape, dims);
+    lower::StridedView view = lower::row_major_view(m, shape);
+    if (is_view(m)) {
+      auto strided = lower::strided_view(m, is_view);
+      KILN_CHECK(strided.has_value(), n.describe(), ": the mask is a view the fused attention kernel cannot walk");
+      view = *strided;
+    }
+    // Strides along the scores' dims ([H, Tq, Tk] or [B, H, Tq, Tk]), the mask's aligned right.
+    std::vector<int64_t> strides(rank, 0);
+    for (size_t i = 0; i < shape.size(); ++i)
+      strides[rank - shape.size() + i] = shape[i] == 1 ? 0 : view.strides[i];
+    a.m_key = strides[rank - 1], a.m_row = strides[rank - 2], a.m_head = strides[rank - 3];
+    a.m_outer = rank == 4 ? strides[0] : 0;
+    plan.attention_offsets[3] = view.offset * int64_t(dtype_size(m->type.dtype));
+    plan.buffers.push_back(view.source);  // after the output: buffers[4]
+  }
   const int64_t query_blocks = (tq + cg::kFusedAttentionQueryRows - 1) / cg::kFusedAttentionQueryRows;
   KILN_CHECK(heads <= std::numeric_limits<int32_t>::max() && query_blocks <= 65535 && tk <= std::numeric_limits<int32_t>::max(),
              n.describe(), ": too large for the fused attention kernel's grid (", heads, " heads of ", tq, " queries, ", tk,
              " keys)");
-  cg::FusedAttentionArgs a;
   a.q_outer = walks[0].outer_stride, a.q_head = walks[0].head_stride, a.q_row = walks[0].row_stride;
   a.k_outer = walks[1].outer_stride, a.k_head = walks[1].head_stride, a.k_row = walks[1].row_stride;
   a.v_outer = walks[2].outer_stride, a.v_head = walks[2].head_stride, a.v_row = walks[2].row_stride;
@@ -170,8 +206,7 @@ void CudaExecutable::plan_attention(const Node& n, const std::map<std::string, i
   const double scale = n.attrs.get_float("scale") != 0 ? n.attrs.get_float("scale") : 1.0 / std::sqrt(double(d));
   a.scale_log2 = float(scale * 1.4426950408889634);  // log2(e)
   plan.attention = a;
-  const auto [dtype, head_dim] = cg::fused_attention_kernel(n);
-  plan.fn = attention_functions_.at(cg::fused_attention_kernel_name(dtype, head_dim));
+  plan.fn = attention_functions_.at(cg::fused_attention_kernel_name(cg::fused_attention_kernel(n)));
   plan.shape.grid_x = unsigned(heads);
   plan.shape.grid_y = unsigned(query_blocks);
   plan.shape.block_x = unsigned(cg::kFusedAttentionThreads);

@@ -67,8 +67,31 @@ TEST(CudaCodegen, EveryGeneratedOpSampleCompilesWithNvrtc) {
   EXPECT_GT(kernels.size(), 100u);
   EXPECT_GT(row_kernels, 5);  // reductions, softmax, norms
   if (!cuda::nvrtc_status().loaded) GTEST_SKIP() << cuda::nvrtc_status().message;
-  std::string source = codegen::cuda::cuda_translation_unit(to_compile);
+  std::string source = codegen::cuda::cuda_translation_unit(to_compile).source;
   EXPECT_NO_THROW(cuda::nvrtc_compile(source, "op_samples.cu", "sm_90", {"--std=c++17", "-diag-suppress=550,177"}));
+}
+
+// Kernels equal up to their names and comments (a transformer's layers) are written once and
+// run through the first one's entry point; a kernel differing in one constant is its own.
+TEST(CudaCodegen, TranslationUnitWritesEachDistinctKernelOnce) {
+  auto kernel = [](const std::string& name, const std::string& note, const std::string& constant) {
+    codegen::cuda::CudaKernelSource k;
+    k.name = name;
+    k.source = "// " + name + ": " + note + "\nextern \"C\" __global__ void " + name +
+               "(float* p) { p[threadIdx.x] *= " + constant + "f; } // " + note + "\n";
+    return k;
+  };
+  const std::vector<codegen::cuda::CudaKernelSource> kernels = {
+      kernel("kiln_k1", "layer 0", "2.0"), kernel("kiln_k12", "layer 1", "2.0"), kernel("kiln_k13", "other", "3.0"),
+      kernel("kiln_k1x", "layer 2", "2.0")};
+  const codegen::cuda::CudaTranslationUnit tu = codegen::cuda::cuda_translation_unit(kernels);
+  EXPECT_EQ(tu.distinct_kernels, 2);
+  EXPECT_EQ(tu.function_of, (std::vector<std::string>{"kiln_k1", "kiln_k1", "kiln_k13", "kiln_k1"}));
+  EXPECT_NE(tu.source.find("void kiln_k1("), std::string::npos);
+  EXPECT_EQ(tu.source.find("void kiln_k12("), std::string::npos);
+  EXPECT_NE(tu.source.find("void kiln_k13("), std::string::npos);
+  if (!cuda::nvrtc_status().loaded) GTEST_SKIP() << cuda::nvrtc_status().message;
+  EXPECT_NO_THROW(cuda::nvrtc_compile(tu.source, "dedup.cu", "sm_90", {"--std=c++17", "-diag-suppress=550,177"}));
 }
 
 // Every library kernel (gather, concat, conv...; library_kernels.h) in every dtype it takes.
@@ -132,7 +155,7 @@ TEST(CudaCodegen, PointwiseKernelsTakeVectorsOfConsecutivePoints) {
   EXPECT_EQ(odd.points_per_thread, 1) << odd.source;
   EXPECT_EQ(odd.source.find("kiln_load_vec"), std::string::npos) << odd.source;
   if (!cuda::nvrtc_status().loaded) GTEST_SKIP() << cuda::nvrtc_status().message;
-  std::string source = codegen::cuda::cuda_translation_unit({vec, odd});
+  std::string source = codegen::cuda::cuda_translation_unit({vec, odd}).source;
   EXPECT_NO_THROW(cuda::nvrtc_compile(source, "points.cu", "sm_90", {"--std=c++17", "-diag-suppress=550,177"}));
 }
 
@@ -154,15 +177,21 @@ TEST(CudaCodegen, TheDemoBlockLowersToKernelsAndMatmulsOnly) {
 
 // Convs whose windows tile the input (ViT's patch embedding, ConvNeXt's stem) become a matmul of
 // the patches; the rest stay convs. The rewritten graph computes what the conv does.
-TEST(CudaCodegen, PatchConvsBecomeMatmulsOfThePatches) {
-  struct Conv { const char* label; Shape x, w; std::vector<int64_t> strides, pads; int64_t groups; bool bias; bool patch; };
+// Patch convs (kernel == stride) become a matmul of the patches; convs over at most 4 input
+// channels (stems) the weights times their im2col columns; others stay convs. Each rewrite is
+// checked against the original in the interpreter.
+TEST(CudaCodegen, PatchAndThinConvsBecomeMatmuls) {
+  enum Form { kConv, kPatch, kThin };
+  struct Conv { const char* label; Shape x, w; std::vector<int64_t> strides, pads; int64_t groups; bool bias; Form form; };
   const Conv convs[] = {
-      {"vit-like 4x4/4 with bias", {2, 3, 12, 8}, {5, 3, 4, 4}, {4, 4}, {0, 0, 0, 0}, 1, true, true},
-      {"2x3/2x3 no bias, symbolic batch", {SymInt::symbol("B"), 4, 6, 9}, {7, 4, 2, 3}, {2, 3}, {0, 0, 0, 0}, 1, false, true},
-      {"stride != kernel", {1, 3, 9, 9}, {4, 3, 3, 3}, {2, 2}, {0, 0, 0, 0}, 1, false, false},
-      {"padded", {1, 3, 8, 8}, {4, 3, 2, 2}, {2, 2}, {1, 1, 1, 1}, 1, false, false},
-      {"grouped", {1, 4, 8, 8}, {4, 2, 2, 2}, {2, 2}, {0, 0, 0, 0}, 2, false, false},
-      {"input not a multiple of the window", {1, 3, 9, 8}, {4, 3, 2, 2}, {2, 2}, {0, 0, 0, 0}, 1, false, false},
+      {"vit-like 4x4/4 with bias", {2, 3, 12, 8}, {5, 3, 4, 4}, {4, 4}, {0, 0, 0, 0}, 1, true, kPatch},
+      {"2x3/2x3 no bias, symbolic batch", {SymInt::symbol("B"), 4, 6, 9}, {7, 4, 2, 3}, {2, 3}, {0, 0, 0, 0}, 1, false, kPatch},
+      {"stem-like 3x3/2 over 3 channels", {1, 3, 9, 9}, {4, 3, 3, 3}, {2, 2}, {0, 0, 0, 0}, 1, false, kThin},
+      {"padded 2x2/2 over 3 channels, bias", {1, 3, 8, 8}, {4, 3, 2, 2}, {2, 2}, {1, 0, 1, 1}, 1, true, kThin},
+      {"grouped", {1, 4, 8, 8}, {4, 2, 2, 2}, {2, 2}, {0, 0, 0, 0}, 2, false, kConv},
+      {"input not a multiple of the window", {1, 3, 9, 8}, {4, 3, 2, 2}, {2, 2}, {0, 0, 0, 0}, 1, false, kThin},
+      {"5 input channels: cuDNN's", {1, 5, 9, 8}, {4, 5, 3, 3}, {1, 1}, {1, 1, 1, 1}, 1, false, kConv},
+      {"1x1 over 3 channels: cuDNN's", {1, 3, 9, 8}, {4, 3, 1, 1}, {1, 1}, {0, 0, 0, 0}, 1, false, kConv},
   };
   for (const Conv& c : convs) {
     for (DType d : {DType::F32, DType::BF16}) {
@@ -173,10 +202,12 @@ TEST(CudaCodegen, PatchConvsBecomeMatmulsOfThePatches) {
       g.set_outputs({g.add(Op::Relu, {g.add(Op::Conv2d, in, attrs)})});
       std::unique_ptr<Graph> prepared = g.clone();
       codegen::cuda::prepare_graph_for_cuda(*prepared);
-      int convs_left = 0, matmuls = 0;
-      for (const Node* n : prepared->node_list()) convs_left += n->op == Op::Conv2d, matmuls += n->op == Op::MatMul;
-      EXPECT_EQ(convs_left, c.patch ? 0 : 1) << c.label;
-      EXPECT_EQ(matmuls, c.patch ? 1 : 0) << c.label;
+      int convs_left = 0, matmuls = 0, im2cols = 0;
+      for (const Node* n : prepared->node_list())
+        convs_left += n->op == Op::Conv2d, matmuls += n->op == Op::MatMul, im2cols += n->op == Op::Im2Col;
+      EXPECT_EQ(convs_left, c.form == kConv ? 1 : 0) << c.label;
+      EXPECT_EQ(matmuls, c.form == kConv ? 0 : 1) << c.label;
+      EXPECT_EQ(im2cols, c.form == kThin ? 1 : 0) << c.label;
       std::vector<HostTensor> inputs;
       uint64_t seed = 40;
       for (const Value* v : g.inputs()) {
@@ -306,6 +337,37 @@ TEST(CudaCompiled, BiasAndActivationFoldIntoTheMatmulEpilogue) {
       std::vector<HostTensor> want = interp::run(g, in);
       EXPECT_EQ(compare_tensors(got[0], want[0]), "") << dtype_name(t) << " " << act;
       EXPECT_EQ(sb.kernels().size(), act == "gelu" ? 2u : 1u) << dtype_name(t) << " " << act;
+    }
+  }
+}
+
+// GPT-2's MLP as exported: a 2-D GEMM, + bias, a reshape back to [B, T, F], then tanh-gelu: the
+// reshape is an alias, so the bias and the gelu still fold into the epilogue (one launch); a second
+// reader of the biased product keeps the gelu a kernel of its own.
+TEST(CudaCompiled, GeluAfterAReshapeFoldsIntoTheMatmulEpilogue) {
+  if (!skip_reason().empty()) GTEST_SKIP() << skip_reason();
+  for (DType t : {DType::F32, DType::BF16}) {
+    for (bool second_reader : {false, true}) {
+      Graph g("mlp");
+      Value* x = g.add_input("x", TensorType{t, {SymInt(18), SymInt(40)}, Device::CPU});
+      Value* w = g.add_input("w", TensorType{t, {SymInt(40), SymInt(24)}, Device::CPU});
+      Value* b = g.add_input("b", TensorType{t, {SymInt(24)}, Device::CPU});
+      Value* z = g.add(Op::Add, {g.add(Op::MatMul, {x, w}), b});
+      Value* r = g.add(Op::Reshape, {z}, {{"shape", Shape{SymInt(2), SymInt(9), SymInt(24)}}});
+      Value* y = g.add(Op::Gelu, {r}, {{"approximate", std::string("tanh")}});
+      std::vector<Value*> outs = {y};
+      if (second_reader) outs.push_back(g.add(Op::Neg, {z}));
+      g.set_outputs(outs);
+      std::vector<HostTensor> in = {HostTensor::random(t, {18, 40}, 1), HostTensor::random(t, {40, 24}, 2),
+                                    HostTensor::random(t, {24}, 3)};
+      auto exe = compile_cuda(g, cuda_options());
+      Scoreboard sb;
+      std::vector<HostTensor> got = exe->run(in, &sb);
+      std::vector<HostTensor> want = interp::run(g, in);
+      for (size_t i = 0; i < outs.size(); ++i)
+        EXPECT_EQ(compare_tensors(got[i], want[i]), "") << dtype_name(t) << " output " << i;
+      if (!second_reader) EXPECT_EQ(sb.kernels().size(), 1u) << dtype_name(t);
+      else EXPECT_GT(sb.kernels().size(), 1u) << dtype_name(t);
     }
   }
 }

@@ -26,15 +26,20 @@ struct AttentionCase {
   double scale;  // 0: 1/sqrt(d)
 };
 
-std::unique_ptr<Graph> attention_graph(DType t, const AttentionCase& c, bool with_mask = false) {
+// mask_shape: a mask operand of these dims (bool with `bool_mask`, else additive of type t).
+std::unique_ptr<Graph> attention_graph(DType t, const AttentionCase& c, std::vector<int64_t> mask_shape = {},
+                                       bool bool_mask = false, bool zero_nan_rows = false) {
   auto g = std::make_unique<Graph>("attention");
   auto shape = [&](int64_t rows) { return Shape{SymInt(c.batch), SymInt(c.heads), SymInt(rows), SymInt(c.d)}; };
   Value* q = g->add_input("q", TensorType{t, shape(c.tq), Device::CPU});
   Value* k = g->add_input("k", TensorType{t, shape(c.tk), Device::CPU});
   Value* v = g->add_input("v", TensorType{t, shape(c.tk), Device::CPU});
   std::vector<Value*> ins = {q, k, v};
-  if (with_mask) ins.push_back(g->add_input("mask", TensorType{DType::Bool, {SymInt(c.tq), SymInt(c.tk)}, Device::CPU}));
-  g->set_outputs(g->add_node(Op::Attention, ins, {{"causal", int64_t(c.causal)}, {"scale", c.scale}}));
+  Shape ms;
+  for (int64_t d : mask_shape) ms.push_back(SymInt(d));
+  if (!mask_shape.empty()) ins.push_back(g->add_input("mask", TensorType{bool_mask ? DType::Bool : t, ms, Device::CPU}));
+  g->set_outputs(g->add_node(Op::Attention, ins,
+                             {{"causal", int64_t(c.causal)}, {"scale", c.scale}, {"zero_nan_rows", int64_t(zero_nan_rows)}}));
   return g;
 }
 
@@ -50,26 +55,35 @@ int attention_steps(const Graph& g) {
   return n;
 }
 
-TEST(CudaCodegen, FusedAttentionTakesHalfPrecisionWithoutMask) {
+TEST(CudaCodegen, FusedAttentionTakesHalfPrecisionAndAdditiveMasks) {
   const AttentionCase c{2, 3, 77, 77, 64, true, 0};
   EXPECT_EQ(attention_steps(*attention_graph(DType::BF16, c)), 1);
   EXPECT_EQ(attention_steps(*attention_graph(DType::F16, c)), 1);
-  // f32, a mask operand, or a head dim the kernel has no form for: decomposed into primitives.
+  EXPECT_EQ(attention_steps(*attention_graph(DType::BF16, c, {2, 1, 1, 77})), 1);  // an additive mask
+  EXPECT_EQ(attention_steps(*attention_graph(DType::BF16, c, {77, 77}, false, true)), 1);
+  // f32, a bool mask, or a head dim the kernel has no form for: decomposed into primitives.
   EXPECT_EQ(attention_steps(*attention_graph(DType::F32, c)), 0);
-  EXPECT_EQ(attention_steps(*attention_graph(DType::BF16, c, /*with_mask=*/true)), 0);
+  EXPECT_EQ(attention_steps(*attention_graph(DType::BF16, c, {77, 77}, /*bool_mask=*/true)), 0);
   EXPECT_EQ(attention_steps(*attention_graph(DType::BF16, AttentionCase{1, 2, 9, 9, 72, false, 0})), 0);
   EXPECT_EQ(attention_steps(*attention_graph(DType::BF16, AttentionCase{1, 2, 9, 9, 144, false, 0})), 0);
   EXPECT_TRUE(codegen::cuda::fused_attention_head_dim_supported(16));
   EXPECT_FALSE(codegen::cuda::fused_attention_head_dim_supported(8));
-  EXPECT_EQ(codegen::cuda::fused_attention_kernel_name(DType::BF16, 64), "kiln_attention_bf16_d64");
-  EXPECT_THROW(codegen::cuda::fused_attention_kernel_name(DType::F32, 64), Error);
+  EXPECT_EQ(codegen::cuda::fused_attention_kernel_name({DType::BF16, 64}), "kiln_attention_bf16_d64");
+  EXPECT_EQ(codegen::cuda::fused_attention_kernel_name({DType::F16, 32, true, true}), "kiln_attention_f16_d32_mask_zero_nan");
+  EXPECT_THROW(codegen::cuda::fused_attention_kernel_name({DType::F32, 64}), Error);
 }
 
 TEST(CudaCodegen, FusedAttentionSourceCompiles) {
   if (!cuda::nvrtc_status().loaded) GTEST_SKIP() << cuda::nvrtc_status().message;
   std::string source = "typedef unsigned short uint16_t;\n" +
-                       codegen::cuda::fused_attention_source({{DType::BF16, 64}, {DType::F16, 128}, {DType::BF16, 16}});
+                       codegen::cuda::fused_attention_source({{DType::BF16, 64},
+                                                              {DType::F16, 128},
+                                                              {DType::BF16, 16},
+                                                              {DType::BF16, 64, true, false},
+                                                              {DType::F16, 64, true, true},
+                                                              {DType::BF16, 128, false, true}});
   EXPECT_NE(source.find("kiln_attention_f16_d128"), std::string::npos);
+  EXPECT_NE(source.find("kiln_attention_f16_d64_mask_zero_nan"), std::string::npos);
   for (const char* arch : {"sm_80", "sm_90"})
     EXPECT_NO_THROW(cuda::nvrtc_compile(source, "attention.cu", arch, {"--std=c++17"})) << arch;
 }
@@ -90,7 +104,7 @@ TEST(CudaCompiled, FusedAttentionMatchesTheInterpreter) {
       CudaCompileOptions o;
       o.base.cache_dir = test_cache_dir();
       auto exe = compile_cuda(*g, o);
-      EXPECT_NE(exe->source().find(codegen::cuda::fused_attention_kernel_name(t, c.d)), std::string::npos);
+      EXPECT_NE(exe->source().find(codegen::cuda::fused_attention_kernel_name({t, c.d})), std::string::npos);
       for (uint64_t r = 0; r < 2; ++r) {
         std::vector<HostTensor> in = {HostTensor::random(t, {c.batch, c.heads, c.tq, c.d}, 10 * i + r, -2, 2),
                                       HostTensor::random(t, {c.batch, c.heads, c.tk, c.d}, 20 * i + r + 1, -2, 2),
@@ -102,6 +116,62 @@ TEST(CudaCompiled, FusedAttentionMatchesTheInterpreter) {
             << dtype_name(t) << " case " << i << " run " << r << " (" << c.tq << " queries, " << c.tk << " keys, d " << c.d << ")";
         if (c.tq > c.tk && c.causal) {
           EXPECT_TRUE(std::isnan(got[0].get_f64(0)));  // row 0 keeps no key
+        }
+      }
+    }
+  }
+}
+
+// An additive mask (broadcast over batch, heads or rows, or full) read per score, and zero_nan_rows:
+// rows whose softmax is NaN — every key masked by -inf, a NaN in q, causal rows with no key — come
+// out as sum_j 0 * v[j]: zeros, and NaN in the column where v holds an infinity.
+TEST(CudaCompiled, FusedAttentionWithMaskAndZeroNanRowsMatchesTheInterpreter) {
+  if (!cuda_unavailable_reason().empty()) GTEST_SKIP() << cuda_unavailable_reason();
+  struct MaskCase {
+    AttentionCase c;
+    std::vector<int64_t> mask;  // empty: none
+    bool zero_nan_rows;
+    const char* what;
+  };
+  const std::vector<MaskCase> cases = {
+      {{2, 3, 77, 77, 64, false, 0}, {2, 1, 1, 77}, false, "BERT's padding mask [B, 1, 1, Tk]"},
+      {{2, 3, 77, 91, 32, true, 0}, {77, 91}, true, "a [Tq, Tk] plane under a causal mask"},
+      {{1, 2, 70, 130, 64, false, 0.2}, {1, 2, 70, 130}, true, "a full mask, some rows all -inf"},
+      {{1, 2, 130, 50, 16, true, 0}, {}, true, "causal, the first 80 rows keep no key"},
+      {{2, 2, 33, 65, 128, false, 0}, {2, 1, 33, 65}, true, "a per-batch plane, the widest head"},
+  };
+  for (DType t : {DType::BF16, DType::F16}) {
+    for (size_t i = 0; i < cases.size(); ++i) {
+      const MaskCase& mc = cases[i];
+      const AttentionCase& c = mc.c;
+      std::unique_ptr<Graph> g = attention_graph(t, c, mc.mask, false, mc.zero_nan_rows);
+      CudaCompileOptions o;
+      o.base.cache_dir = test_cache_dir();
+      auto exe = compile_cuda(*g, o);
+      const codegen::cuda::FusedAttentionKernel kernel{t, c.d, !mc.mask.empty(), mc.zero_nan_rows};
+      EXPECT_NE(exe->source().find(codegen::cuda::fused_attention_kernel_name(kernel)), std::string::npos) << mc.what;
+      for (uint64_t r = 0; r < 2; ++r) {
+        std::vector<HostTensor> in = {HostTensor::random(t, {c.batch, c.heads, c.tq, c.d}, 10 * i + r, -2, 2),
+                                      HostTensor::random(t, {c.batch, c.heads, c.tk, c.d}, 20 * i + r + 1, -2, 2),
+                                      HostTensor::random(t, {c.batch, c.heads, c.tk, c.d}, 30 * i + r + 2, -1, 1)};
+        if (!mc.mask.empty()) {
+          HostTensor m = HostTensor::random(t, mc.mask, 40 * i + r + 3, -3, 3);
+          const int64_t tk = mc.mask.back(), rows = m.numel() / tk;
+          for (int64_t row = 0; row < rows; ++row)  // padded keys: the last 7 of each row (odd rows: all)
+            for (int64_t j = row % 2 ? 0 : tk - 7; j < tk; ++j) m.set_f64(row * tk + j, -INFINITY);
+          in.push_back(m);
+        }
+        if (mc.zero_nan_rows && r == 1) {
+          in[0].set_f64(5 * c.d + 3, NAN);    // query row 5 of the first head: a NaN row
+          in[2].set_f64(11 * c.d + 1, INFINITY);  // v: column 1 of key 11 is not finite
+        }
+        std::vector<HostTensor> want = interp::run(*g, in);
+        std::vector<HostTensor> got = exe->run(in);
+        ASSERT_EQ(got.size(), 1u);
+        EXPECT_EQ(compare_tensors(got[0], want[0]), "") << dtype_name(t) << " " << mc.what << ", run " << r;
+        if (mc.zero_nan_rows && r == 1) {  // row 5 of head 0: zeros, NaN in column 1
+          EXPECT_EQ(got[0].get_f64(5 * c.d), 0.0) << mc.what;
+          EXPECT_TRUE(std::isnan(got[0].get_f64(5 * c.d + 1))) << mc.what;
         }
       }
     }

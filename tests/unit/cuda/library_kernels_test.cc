@@ -65,6 +65,14 @@ std::vector<Case> larger_cases() {
     // matmul of the patches after prepare_graph_for_cuda).
     v.push_back({str("conv2d/depthwise7x7/", dtype_name(d)), Op::Conv2d, {T(d, {3, 24, 29, 27}), T(d, {24, 1, 7, 7})},
                  {{"groups", int64_t(24)}, {"pads", Ints{3, 3, 3, 3}}}, {}});
+    // Depthwise on its strip kernel: stride 2 with dilation, asymmetric pads and a bias; widths
+    // that leave the last strip of 4 partial.
+    v.push_back({str("conv2d/depthwise_s2_dil2_bias/", dtype_name(d)), Op::Conv2d,
+                 {T(d, {2, 10, 23, 21}), T(d, {10, 1, 3, 3}), T(d, {10})},
+                 {{"groups", int64_t(10)}, {"strides", Ints{2, 2}}, {"dilations", Ints{2, 2}}, {"pads", Ints{1, 2, 3, 0}}}, {}});
+    // A stem (3 input channels, 7x7/2, padded): im2col and a batched matmul after prepare_graph.
+    v.push_back({str("conv2d/stem7x7s2/", dtype_name(d)), Op::Conv2d, {T(d, {2, 3, 37, 41}), T(d, {8, 3, 7, 7}), T(d, {8})},
+                 {{"strides", Ints{2, 2}}, {"pads", Ints{3, 3, 3, 3}}}, {}});
     v.push_back({str("conv2d/patch4/", dtype_name(d)), Op::Conv2d, {T(d, {2, 3, 20, 12}), T(d, {9, 3, 4, 4}), T(d, {9})},
                  {{"strides", Ints{4, 4}}}, {}});
     v.push_back({str("max_pool2d/3x3s2/", dtype_name(d)), Op::MaxPool2d, {T(d, {2, 3, 33, 31})},

@@ -90,7 +90,7 @@ inline codegen::cuda::CudaEmitOptions bulk_emit_options() {
 // NVRTC compiles `kernels` as one program for sm_90 (skips where libnvrtc does not load).
 inline void expect_kernels_compile(const std::vector<codegen::cuda::CudaKernelSource>& kernels, const std::string& file) {
   if (!cuda::nvrtc_status().loaded) GTEST_SKIP() << cuda::nvrtc_status().message;
-  std::string source = codegen::cuda::cuda_translation_unit(kernels);
+  std::string source = codegen::cuda::cuda_translation_unit(kernels).source;
   EXPECT_NO_THROW(cuda::nvrtc_compile(source, file, "sm_90", {"--std=c++17", "-diag-suppress=550,177"}));
 }
 

@@ -44,7 +44,7 @@ OptimizeOptions verified() {
 
 TEST(PassManager, EveryRegisteredPassIsCreatedUnderItsName) {
   auto passes = registered_passes();
-  EXPECT_EQ(passes.size(), 8u);
+  EXPECT_EQ(passes.size(), 9u);
   for (const auto& [name, why] : passes) {
     std::unique_ptr<Pass> p = create_pass(name, OptimizeOptions{});
     ASSERT_NE(p, nullptr) << name;

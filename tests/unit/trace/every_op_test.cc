@@ -112,7 +112,7 @@ std::vector<Tensor> call_every_named_function(const Tensor& x) {  // x: f32[2, 3
   Tensor feat = random_tensor({5}, 17);
   for (Tensor t : {matmul(x, w), conv2d(x, conv_w, conv_b, {1, 1}, {1, 1}),
                    conv2d(x, conv_w, {}, {2, 1}, {0, 1, 0, 1}, {1, 1}),
-                   conv_transpose2d(x, convt_w, {}, {2, 2}),
+                   conv_transpose2d(x, convt_w, {}, {2, 2}), im2col(x, {3, 2}, {2, 1}, {1, 0, 1, 1}, {1, 2}),
                    max_pool2d(x, {2, 2}), max_pool2d(x, {3, 3}, {1, 1}, {1, 1}, {1, 1}, true),
                    avg_pool2d(x, {2, 2}, {1, 1}), global_avg_pool(x), softmax(x, 1), log_softmax(x),
                    layer_norm(x, feat, feat), layer_norm(x, {}, feat), layer_norm(x, {}, {}, 2),
