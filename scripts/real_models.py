@@ -49,9 +49,12 @@ class HiddenState:
 
 
 def enliven(model):
-    """Random batch-norm statistics and affine parameters, and random values for parameters the
-    library initialises to zero (ViT's head): with torchvision's own init the outputs of
-    MobileNetV3, EfficientNet and ViT are constant or ~1e-10, and a constant output checks nothing."""
+    """Random batch-norm statistics and affine parameters, random values for parameters the library
+    initialises to zero (ViT's head, every bias of a Hugging Face model) and a random spread around
+    those it fills with one value (layer-norm weights of 1): with the libraries' own init the outputs
+    of MobileNetV3, EfficientNet and ViT are constant or ~1e-10 (a constant output checks nothing),
+    and a transformer's biases are all zero, which no trained checkpoint has (the compiler then
+    sees scalar adds where a real model has bias vectors: other kernels, other epilogues)."""
     import torch
     g = torch.Generator().manual_seed(1)
     with torch.no_grad():
@@ -63,8 +66,12 @@ def enliven(model):
                     m.weight.copy_(torch.rand(m.weight.shape, generator=g) + 0.5)
                     m.bias.copy_(torch.randn(m.bias.shape, generator=g) * 0.1)
         for p in model.parameters():
-            if p.numel() > 1 and float(p.abs().max()) == 0:
+            if p.numel() <= 1 or float(p.max()) != float(p.min()):
+                continue
+            if float(p.abs().max()) == 0:
                 p.copy_(torch.randn(p.shape, generator=g) * 0.02)
+            else:
+                p.mul_(1 + 0.1 * torch.randn(p.shape, generator=g))
     return model
 
 
@@ -81,20 +88,20 @@ def build(name, batch=1, seq=128):
     gen = torch.Generator().manual_seed(0)
     if name == "bert":
         cfg = transformers.BertConfig()
-        model = HiddenState(transformers.BertModel(cfg), with_mask=True)
+        model = HiddenState(enliven(transformers.BertModel(cfg)), with_mask=True)
         ids = torch.randint(0, cfg.vocab_size, (batch, seq), generator=gen)
         mask = torch.ones(batch, seq, dtype=torch.int64)
         mask[:, seq - seq // 8:] = 0  # padded tail: the mask matters
         return model.eval(), [ids, mask], ["input_ids", "attention_mask"]
     if name == "gpt2":
         cfg = transformers.GPT2Config(use_cache=False)
-        model = HiddenState(transformers.GPT2Model(cfg), with_mask=False)
+        model = HiddenState(enliven(transformers.GPT2Model(cfg)), with_mask=False)
         return model.eval(), [torch.randint(0, cfg.vocab_size, (batch, seq), generator=gen)], ["input_ids"]
     if name == "llama":
         cfg = transformers.LlamaConfig(hidden_size=512, intermediate_size=1376, num_hidden_layers=4,
                                        num_attention_heads=8, num_key_value_heads=4, vocab_size=32000,
                                        max_position_embeddings=2048, use_cache=False)
-        model = HiddenState(transformers.LlamaModel(cfg), with_mask=False)
+        model = HiddenState(enliven(transformers.LlamaModel(cfg)), with_mask=False)
         return model.eval(), [torch.randint(0, cfg.vocab_size, (batch, seq), generator=gen)], ["input_ids"]
     raise SystemExit(f"real_models: unknown model '{name}' (known: {', '.join(MODELS)})")
 
