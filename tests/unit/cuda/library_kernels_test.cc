@@ -65,8 +65,8 @@ std::vector<Case> larger_cases() {
     // matmul of the patches after prepare_graph_for_cuda).
     v.push_back({str("conv2d/depthwise7x7/", dtype_name(d)), Op::Conv2d, {T(d, {3, 24, 29, 27}), T(d, {24, 1, 7, 7})},
                  {{"groups", int64_t(24)}, {"pads", Ints{3, 3, 3, 3}}}, {}});
-    // Depthwise on its strip kernel: stride 2 with dilation, asymmetric pads and a bias; widths
-    // that leave the last strip of 4 partial.
+    // Depthwise (on cuDNN, or on its own kernel without cuDNN): stride 2 with dilation, asymmetric
+    // pads and a bias, odd widths.
     v.push_back({str("conv2d/depthwise_s2_dil2_bias/", dtype_name(d)), Op::Conv2d,
                  {T(d, {2, 10, 23, 21}), T(d, {10, 1, 3, 3}), T(d, {10})},
                  {{"groups", int64_t(10)}, {"strides", Ints{2, 2}}, {"dilations", Ints{2, 2}}, {"pads", Ints{1, 2, 3, 0}}}, {}});
