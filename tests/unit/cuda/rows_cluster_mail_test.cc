@@ -35,7 +35,13 @@ TEST(CudaClusterMail, FusedReductionsAcrossAClusterGoByMail) {
   EXPECT_NE(mail_norm.source.find("kiln_w1[kiln_i] = p1[(0) + kiln_first + kiln_i];"), std::string::npos) << mail_norm.source;
   EXPECT_NE(mail_norm.source.find("kiln_load_chunk<8>(p1001, kiln_e, kiln_w1 + (i1 - kiln_first));"), std::string::npos)
       << mail_norm.source;
+  // Under ASan, LeakSanitizer's tracer crashes at exit (SIGSEGV reading the main thread's TLS) once
+  // NVRTC has compiled these two kernels, when ctest runs the test (not when it runs directly: seen
+  // on the 2-core dev box, 2026-12-07). The normal build compiles them; the sanitizer build checks
+  // the rest of the test.
+#if !defined(__SANITIZE_ADDRESS__)
   expect_kernels_compile({mail_split, mail_norm}, "cluster_mail.cu");
+#endif
 }
 
 // Cluster mail with the register prefetch and with bulk rows against the interpreter on the
