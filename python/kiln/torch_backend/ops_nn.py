@@ -67,6 +67,13 @@ def _layer_norm(ctx, node):
     return [ctx.op("layer_norm", operands, axis=-len(shape), eps=float(eps)), None, None]
 
 
+def _pool_window(kernel, stride, padding):
+    """aten's pooling window (stride empty means stride = kernel; symmetric padding) as Kiln's attributes."""
+    kernel = _pair(kernel)
+    ph, pw = _pair(padding or 0)
+    return dict(kernel=kernel, strides=_pair(stride) if stride else kernel, pads=[ph, pw, ph, pw])
+
+
 def _pool_check(node):
     if meta_val(node.args[0]).dim() != 4:
         return "pooling over a 3-d input (Kiln pools NCHW)"
@@ -77,10 +84,7 @@ def _pool_check(node):
 def _max_pool(ctx, node):
     args = list(node.args) + [None] * 6
     x, kernel, stride, padding, dilation, ceil_mode = args[:6]
-    kernel = _pair(kernel)
-    stride = _pair(stride) if stride else kernel
-    ph, pw = _pair(padding or 0)
-    out = ctx.op("max_pool2d", [ctx.v(x)], kernel=kernel, strides=stride, pads=[ph, pw, ph, pw],
+    out = ctx.op("max_pool2d", [ctx.v(x)], **_pool_window(kernel, stride, padding),
                  dilations=_pair(dilation or 1), ceil_mode=int(bool(ceil_mode)))
     return [out, None]
 
@@ -98,10 +102,7 @@ def _avg_pool_check(node):
 def _avg_pool(ctx, node):
     args = list(node.args) + [None] * 7
     x, kernel, stride, padding, ceil_mode, count_include_pad = args[:6]
-    kernel = _pair(kernel)
-    stride = _pair(stride) if stride else kernel
-    ph, pw = _pair(padding or 0)
-    return ctx.op("avg_pool2d", [ctx.v(x)], kernel=kernel, strides=stride, pads=[ph, pw, ph, pw],
+    return ctx.op("avg_pool2d", [ctx.v(x)], **_pool_window(kernel, stride, padding),
                   ceil_mode=int(bool(ceil_mode)), count_include_pad=int(count_include_pad is None or count_include_pad))
 
 
