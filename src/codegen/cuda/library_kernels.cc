@@ -288,11 +288,9 @@ std::vector<LibraryLaunch> plan_conv(const Node& n, const std::map<std::string, 
     KILN_CHECK(x[1] == w[1] * groups, n.describe(), ": conv2d channels do not divide into ", groups, " groups");
   std::vector<int64_t> p = {x[0], x[1], x[2], x[3], out[1], w[1], w[2], w[3], out[2], out[3],
                             s[0], s[1], pad[0], pad[1], d[0], d[1], groups, n.inputs.size() > 2 ? 1 : 0};
-  if (is_depthwise_conv(n)) {  // a block per plane: 32-bit offsets within it
+  if (is_depthwise_conv(n))  // dwconv2d: a block per plane, 32-bit offsets within it
     KILN_CHECK(x[2] * x[3] <= INT32_MAX && out[2] * out[3] <= INT32_MAX, n.describe(),
                ": a depthwise plane over 2^31 elements");
-    return {launch_for(n, prod(out, 0, out.size()), p)};
-  }
   return {launch_for(n, prod(out, 0, out.size()), p)};
 }
 
