@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "ir/text_syntax.h"
 #include "kiln/error.h"
 #include "kiln/graph.h"
 #include "kiln/types.h"
@@ -107,6 +108,8 @@ std::string tensor_text(const HostTensor& t) {
     }
     return out + "]";
   }
+  if (t.nbytes() > text_syntax::TensorElision::limit())
+    return out + "\"" + text_syntax::kElidedTensorMark + std::to_string(t.nbytes()) + " bytes\"";
   static const char* hex = "0123456789abcdef";
   std::string h = "\"0x";
   const auto* bytes = static_cast<const uint8_t*>(t.raw());
@@ -256,6 +259,11 @@ HostTensor parse_tensor(Lexer& lx) {
   std::vector<int64_t> dims;
   lx.list([&] { dims.push_back(lx.integer()); });
   lx.expect('>');
+  lx.skip();
+  if (lx.text.compare(lx.pos, 1 + std::string(text_syntax::kElidedTensorMark).size(),
+                      std::string("\"") + text_syntax::kElidedTensorMark) == 0)
+    lx.fail("this tensor's values were elided when the IR was printed (an IR dump of a large model keeps only "
+            "the shapes of big constants); parse the model itself, or dump with --full-weights");
   int64_t numel = 1;
   for (int64_t d : dims) {
     if (d < 0) lx.fail("negative dimension in tensor literal");

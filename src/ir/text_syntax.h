@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cctype>
+#include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace kiln::text_syntax {
@@ -43,5 +45,33 @@ inline std::string quote(const std::string& s) {
 }
 
 inline std::string bare_or_quoted(const std::string& s) { return is_bare_name(s) ? s : quote(s); }
+
+// While one of these lives (on this thread), tensor literals of more than `max_bytes` bytes print
+// as `dense<f32[768,3072]>"elided: 9437184 bytes"`: their shape without their values. Why: the IR
+// dumps of a real model (one file per pass) otherwise repeat every weight in hex, gigabytes a model;
+// the parser refuses an elided literal by name.
+class TensorElision {
+ public:
+  explicit TensorElision(size_t max_bytes) : saved_(limit()) { limit() = max_bytes; }
+  ~TensorElision() { limit() = saved_; }
+  TensorElision(const TensorElision&) = delete;
+  TensorElision& operator=(const TensorElision&) = delete;
+  // The active limit; SIZE_MAX when no elision is in force.
+  static size_t& limit() {
+    static thread_local size_t max_bytes = SIZE_MAX;
+    return max_bytes;
+  }
+
+ private:
+  size_t saved_;
+};
+
+// The IR dumps' default (PassManager's per-pass files, `kiln dump`): weights go, small constants
+// (shapes, scalars, masks of a few KB) stay. A scope of SIZE_MAX - 1 keeps everything
+// (`kiln dump --full-weights`).
+inline constexpr size_t kDumpTensorBytes = 64 * 1024;
+
+// What an elided tensor literal holds in place of its values.
+inline constexpr const char* kElidedTensorMark = "elided: ";
 
 }  // namespace kiln::text_syntax

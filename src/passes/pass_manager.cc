@@ -10,6 +10,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "ir/text_syntax.h"
 #include "kiln/error.h"
 
 namespace kiln::passes {
@@ -54,6 +55,8 @@ void PassManager::dump(const Graph& g, const std::string& label) {
   std::filesystem::path path = std::filesystem::path(options_.dump_dir) / (prefix + label + ".kir");
   std::ofstream out(path);
   KILN_CHECK(out.good(), "cannot write the IR dump '", path.string(), "'");
+  const size_t limit = text_syntax::TensorElision::limit();
+  text_syntax::TensorElision elide(limit == SIZE_MAX ? text_syntax::kDumpTensorBytes : limit);
   out << "// " << label << "\n" << print_graph(g);
 }
 

@@ -10,6 +10,7 @@
 
 #include "commands.h"
 #include "graph_render.h"
+#include "ir/text_syntax.h"
 #include "kiln/error.h"
 #include "kiln/passes.h"
 #include "model_source.h"
@@ -37,6 +38,7 @@ Command add_dump_command(CLI::App& parent) {
     std::string model, dir;
     std::vector<std::string> dims;
     bool sm90 = false;
+    bool full_weights = false;
   };
   auto o = std::make_shared<Options>();
   CLI::App* app = parent.add_subcommand(
@@ -48,8 +50,12 @@ Command add_dump_command(CLI::App& parent) {
   app->add_flag("--sm90", o->sm90,
                 "Write kernels.cu as compile_cuda does for an sm_90 GPU (H100/H200): thread-block clusters of up "
                 "to 16 blocks, 226 KiB of shared memory a block (default: no clusters, 48 KiB)");
+  app->add_flag("--full-weights", o->full_weights,
+                "Print every constant's values in the .kir files (default: constants over 64 KiB print as their "
+                "shape, `\"elided: N bytes\"`, so a real model's dump stays megabytes, not gigabytes)");
   return Command{app, [o](const GlobalOptions& global) {
                    namespace fs = std::filesystem;
+                   text_syntax::TensorElision elide(o->full_weights ? SIZE_MAX - 1 : text_syntax::kDumpTensorBytes);
                    const fs::path dir(o->dir);
                    std::error_code ec;
                    fs::create_directories(dir / "passes", ec);

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "common/op_samples.h"
+#include "ir/text_syntax.h"
 #include "kiln/error.h"
 #include "kiln/graph.h"
 
@@ -204,6 +205,31 @@ TEST(TextIR, ConstantsOfEveryDTypeSmallAndLarge) {
   EXPECT_NE(text.find("dense<f64[4]>[nan, inf, -inf, -0.0]"), std::string::npos) << text;
   EXPECT_NE(text.find("dense<f32[0, 3]>[]"), std::string::npos) << text;
   expect_round_trip(g);  // attrs compare bit-exactly, so NaN and -0.0 survive too
+}
+
+TEST(TextIR, DumpsElideLargeConstantsAndTheParserRefusesThem) {
+  // An IR dump keeps small constants whole and prints big ones (weights) as their shape; parsing
+  // such a dump back names what is missing instead of reading garbage.
+  Graph g("elided");
+  Value* weight = g.constant(HostTensor::random(DType::F32, {3, 11}, 5));  // 132 bytes
+  Value* scale = g.constant(HostTensor::random(DType::F32, {11}, 6));      // 44 bytes
+  g.set_outputs({g.add(Op::Mul, {weight, scale})});
+  std::string full = print_graph(g), elided;
+  {
+    text_syntax::TensorElision scope(64);
+    elided = print_graph(g);
+  }
+  EXPECT_EQ(print_graph(g), full);  // the scope ended
+  EXPECT_NE(elided.find("dense<f32[3, 11]>\"elided: 132 bytes\""), std::string::npos) << elided;
+  EXPECT_EQ(elided.find("dense<f32[11]>\"elided"), std::string::npos) << elided;
+  EXPECT_LT(elided.size(), full.size());
+  try {
+    parse_graph(elided);
+    FAIL() << "an elided dump parsed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("elided"), std::string::npos) << e.what();
+  }
+  expect_round_trip(g);
 }
 
 TEST(TextIR, EveryDTypeAndDeviceInTypes) {
