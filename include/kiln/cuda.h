@@ -41,11 +41,11 @@ struct CudaCompileOptions {
   // replay does not pay it, so it picked the direct kernel where cuDNN is faster (MobileNetV3:
   // 2.68 ms timed vs 1.47 ms cuDNN-only on the H200). Timing captured graphs is the fix.
   bool time_conv_forms = false;
-  // Depthwise convs (one filter per channel) on Kiln's own kernel (library_kernels.h: dwconv2d)
-  // rather than cuDNN. Off by default: measured on an H100, ConvNeXt-T ran 7.83 ms with it against
-  // 6.38 on cuDNN, EfficientNet-B0 3.69 against 2.89 (the kernel is instruction-bound: no register
-  // tiling yet). Without cuDNN, depthwise convs take it anyway.
-  bool depthwise_kernel = false;
+  // Depthwise convs (one filter per channel) on Kiln's own register-tiled kernel (library_kernels.h:
+  // dwconv2d) rather than cuDNN, whose NCHW depthwise kernels are slow in 16-bit (ConvNeXt-T's 7x7:
+  // 360-520 us each at batch 32 in bf16 on an H100). Off: cuDNN takes them (kiln-gpu-bench
+  // --conv cudnn-all). Without cuDNN, depthwise convs take it anyway.
+  bool depthwise_kernel = true;
 };
 
 // Empty when this build has the CUDA backend and a CUDA device is usable here; otherwise why not

@@ -330,38 +330,116 @@ template <class T> __device__ void kl_conv2d(const KilnLibArgs& a) {
   }
 }
 
-// dwconv2d (depthwise: Cg = 1, O = C = groups): the same p. A block takes one (image, channel)
-// plane at a time, its threads the plane's output positions, so the plane's inputs (a few KB)
-// stay in L1 across the taps and the channel's weights are broadcast loads; 32-bit index math.
-// Taps sum in conv2d's order; a tap over padding adds 0 * w only for a non-finite weight.
+// dwconv2d (depthwise: Cg = 1, O = C = groups): conv2d's p[0..17], then the tile plan_conv chose:
+// p[18] output rows per band (a multiple of KILN_DW_ROWS; 0: no tile fits, see below), p[19] planes per
+// block, p[20] the staged row width, p[21] the staged rows per plane, p[22] bands per plane.
+// A block stages a band of its planes' input rows, zero-padded, into shared memory (in the
+// accumulator type), then each thread computes KILN_DW_ROWS outputs of one column: with unit stride and
+// dilation it slides a window of KILN_DW_ROWS + KH - 1 staged values down the column, so each value is
+// read once per kx and not once per tap (register tiling). Consecutive threads take consecutive
+// columns (no bank conflicts). Sums start from the bias; the sliding window adds taps column by
+// column (kx outer: rounding may differ from conv2d's row-major order); a tap over padding adds
+// 0 * w (0, or NaN for a non-finite weight, as conv2d). Without a tile (planes too wide for shared
+// memory), a block takes one plane at a time, its threads the plane's outputs, inputs read from L1.
+template <class T, int KH> __device__ void kl_dwconv2d_column(const typename T::A* col, int Wp, int KW, int dw,
+                                                              const typename T::A* wq, typename T::A* acc) {
+  typedef typename T::A A;
+  for (int kx = 0; kx < KW; ++kx) {
+    A v[KILN_DW_ROWS + KH - 1];
+#pragma unroll
+    for (int j = 0; j < KILN_DW_ROWS + KH - 1; ++j) v[j] = col[j * Wp + kx * dw];
+#pragma unroll
+    for (int ky = 0; ky < KH; ++ky) {
+      const A wv = wq[ky * KW + kx];
+#pragma unroll
+      for (int r = 0; r < KILN_DW_ROWS; ++r) acc[r] += v[r + ky] * wv;
+    }
+  }
+}
 template <class T> __device__ void kl_dwconv2d(const KilnLibArgs& a) {
+  typedef typename T::A A;
   const typename T::S* x = (const typename T::S*)a.in[0];
   const typename T::S* w = (const typename T::S*)a.in[1];
   const typename T::S* bias = (const typename T::S*)a.in[2];
   typename T::S* y = (typename T::S*)a.out[0];
-  const int64_t C = a.p[1];
-  const int H = int(a.p[2]), W = int(a.p[3]), KH = int(a.p[6]), KW = int(a.p[7]), OW = int(a.p[9]);
-  const int points = int(a.p[8] * a.p[9]);
+  const int64_t C = a.p[1], NC = a.p[0] * a.p[1];
+  const int H = int(a.p[2]), W = int(a.p[3]), KH = int(a.p[6]), KW = int(a.p[7]), OH = int(a.p[8]), OW = int(a.p[9]);
   const int sh = int(a.p[10]), sw = int(a.p[11]), pt = int(a.p[12]), pl = int(a.p[13]), dh = int(a.p[14]), dw = int(a.p[15]);
-  for (int64_t plane = blockIdx.x; plane < a.p[0] * C; plane += gridDim.x) {
-    const int64_t c = plane % C;
-    const typename T::S* xc = x + plane * int64_t(H) * W;
-    const typename T::S* wc = w + c * KH * KW;
-    typename T::S* yc = y + plane * points;
-    const typename T::A b0 = a.p[17] ? typename T::A(T::ld(bias, c)) : typename T::A(0);
-    for (int p = int(threadIdx.x); p < points; p += int(blockDim.x)) {
-      const int oy = p / OW, ox = p - oy * OW;
-      typename T::A acc = b0;
-      for (int ky = 0; ky < KH; ++ky) {
-        const int iy = oy * sh - pt + ky * dh;
-        for (int kx = 0; kx < KW; ++kx) {
-          const int ix = ox * sw - pl + kx * dw;
-          const typename T::A wv = typename T::A(T::ld(wc, ky * KW + kx));
-          if (iy >= 0 && iy < H && ix >= 0 && ix < W) acc += typename T::A(T::ld(xc, iy * W + ix)) * wv;
-          else if (wv - wv != 0) acc += 0 * wv;
+  const int TH = int(a.p[18]);
+  if (TH == 0) {  // untiled
+    const int points = OH * OW;
+    for (int64_t plane = blockIdx.x; plane < NC; plane += gridDim.x) {
+      const int64_t c = plane % C;
+      const typename T::S* xc = x + plane * int64_t(H) * W;
+      const typename T::S* wc = w + c * KH * KW;
+      typename T::S* yc = y + plane * points;
+      const A b0 = a.p[17] ? A(T::ld(bias, c)) : A(0);
+      for (int p = int(threadIdx.x); p < points; p += int(blockDim.x)) {
+        const int oy = p / OW, ox = p - oy * OW;
+        A acc = b0;
+        for (int ky = 0; ky < KH; ++ky) {
+          const int iy = oy * sh - pt + ky * dh;
+          for (int kx = 0; kx < KW; ++kx) {
+            const int ix = ox * sw - pl + kx * dw;
+            const A wv = A(T::ld(wc, ky * KW + kx));
+            if (iy >= 0 && iy < H && ix >= 0 && ix < W) acc += A(T::ld(xc, iy * W + ix)) * wv;
+            else if (wv - wv != 0) acc += 0 * wv;
+          }
         }
+        T::st(yc, p, typename T::C(acc));
       }
-      T::st(yc, p, typename T::C(acc));
+    }
+    return;
+  }
+  __shared__ __align__(16) unsigned char smem[KILN_DW_SMEM_BYTES];
+  A* staged = (A*)smem;
+  const int P = int(a.p[19]), Wp = int(a.p[20]), rows = int(a.p[21]), bands = int(a.p[22]), taps = KH * KW;
+  const int per_plane = rows * Wp;
+  A* weights = staged + P * per_plane;
+  const int strips = TH / KILN_DW_ROWS;
+  const int64_t tiles = (NC + P - 1) / P * bands;
+  for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    const int64_t plane0 = tile / bands * P;
+    const int band = int(tile % bands);
+    const int planes = int(NC - plane0 < P ? NC - plane0 : P);
+    const int oy0 = band * TH, iy0 = oy0 * sh - pt;
+    __syncthreads();  // the previous tile's reads are done
+    for (int e = int(threadIdx.x); e < planes * per_plane; e += int(blockDim.x)) {
+      const int q = e / per_plane, r = e - q * per_plane, row = r / Wp, col = r - row * Wp;
+      const int iy = iy0 + row, ix = col - pl;
+      staged[e] = iy >= 0 && iy < H && ix >= 0 && ix < W ? A(T::ld(x, (plane0 + q) * H * W + int64_t(iy) * W + ix)) : A(0);
+    }
+    for (int e = int(threadIdx.x); e < planes * taps; e += int(blockDim.x)) {
+      const int q = e / taps;
+      weights[e] = A(T::ld(w, (plane0 + q) % C * taps + (e - q * taps)));
+    }
+    __syncthreads();
+    const int items = planes * strips * OW;
+    for (int it = int(threadIdx.x); it < items; it += int(blockDim.x)) {
+      const int q = it / (strips * OW), r = it - q * strips * OW, strip = r / OW, ox = r - strip * OW;
+      const int64_t plane = plane0 + q;
+      const A b0 = a.p[17] ? A(T::ld(bias, plane % C)) : A(0);
+      A acc[KILN_DW_ROWS];
+#pragma unroll
+      for (int k = 0; k < KILN_DW_ROWS; ++k) acc[k] = b0;
+      const A* col = staged + q * per_plane + strip * KILN_DW_ROWS * sh * Wp + ox * sw;
+      const A* wq = weights + q * taps;
+      if (sh == 1 && dh == 1 && KH == 7) kl_dwconv2d_column<T, 7>(col, Wp, KW, dw, wq, acc);
+      else if (sh == 1 && dh == 1 && KH == 5) kl_dwconv2d_column<T, 5>(col, Wp, KW, dw, wq, acc);
+      else if (sh == 1 && dh == 1 && KH == 3) kl_dwconv2d_column<T, 3>(col, Wp, KW, dw, wq, acc);
+      else
+        for (int ky = 0; ky < KH; ++ky)
+          for (int kx = 0; kx < KW; ++kx) {
+            const A wv = wq[ky * KW + kx];
+#pragma unroll
+            for (int k = 0; k < KILN_DW_ROWS; ++k) acc[k] += col[(k * sh + ky * dh) * Wp + kx * dw] * wv;
+          }
+      typename T::S* yo = y + plane * OH * OW + ox;
+#pragma unroll
+      for (int k = 0; k < KILN_DW_ROWS; ++k) {
+        const int oy = oy0 + strip * KILN_DW_ROWS + k;
+        if (oy < OH) T::st(yo, int64_t(oy) * OW, typename T::C(acc[k]));
+      }
     }
   }
 }
@@ -544,7 +622,9 @@ std::string instantiation(const std::string& name) {
 
 std::string library_kernels_source(const std::set<std::string>& names) {
   if (names.empty()) return "";
-  std::string text = kLibraryTemplates;
+  // dwconv2d's tile constants, as plan_depthwise_tile sizes its tiles.
+  std::string text = str("#define KILN_DW_ROWS ", kDepthwiseRows, "\n#define KILN_DW_SMEM_BYTES ", kDepthwiseSharedBytes, "\n",
+                         kLibraryTemplates);
   for (const std::string& name : names)
     text += str("extern \"C\" __global__ void __launch_bounds__(256) ", name, "(const KilnLibArgs a) { ",
                 instantiation(name), "(a); }\n");

@@ -274,6 +274,32 @@ std::vector<LibraryLaunch> plan_global_avgpool(const Node& n, const std::map<std
   return {launch_for(n, nc, {nc, prod(x, 2, x.size())})};
 }
 
+}  // namespace
+
+DepthwiseTile plan_depthwise_tile(int64_t oh, int64_t ow, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t dh,
+                                  int64_t dw, int64_t element_bytes) {
+  DepthwiseTile t;
+  if (oh <= 0 || ow <= 0) return t;
+  const int64_t budget = kDepthwiseSharedBytes / element_bytes;  // staged elements a block holds
+  const int64_t width = (ow - 1) * sw + (kw - 1) * dw + 1;
+  auto staged_rows = [&](int64_t rows) { return (rows - 1) * sh + (kh - 1) * dh + 1; };
+  // About a column strip per thread: as many strips of kDepthwiseRows rows as fit 256 threads
+  // across the output width, no more than the plane has.
+  int64_t strips = std::clamp<int64_t>(kDepthwiseThreads / ow, 1, (oh + kDepthwiseRows - 1) / kDepthwiseRows);
+  while (strips > 1 && staged_rows(strips * kDepthwiseRows) * width + kh * kw > budget) --strips;
+  const int64_t per_plane = staged_rows(strips * kDepthwiseRows) * width + kh * kw;
+  if (per_plane > budget) return t;  // too wide to stage: the untiled form
+  t.rows_per_band = strips * kDepthwiseRows;
+  t.staged_width = width;
+  t.staged_rows = staged_rows(t.rows_per_band);
+  // Small planes (7x7): several per block, so the block's threads have work.
+  t.planes = std::clamp<int64_t>(kDepthwiseThreads / (strips * ow), 1, budget / per_plane);
+  t.bands = (oh + t.rows_per_band - 1) / t.rows_per_band;
+  return t;
+}
+
+namespace {
+
 // p: N, C, H, W, O, Cg (w's dim 1), KH, KW, OH, OW, sh, sw, pad top, pad left, dh, dw, groups,
 // has_bias. Transposed: Og (w's dim 1) in place of Cg.
 std::vector<LibraryLaunch> plan_conv(const Node& n, const std::map<std::string, int64_t>& dims) {
@@ -288,10 +314,16 @@ std::vector<LibraryLaunch> plan_conv(const Node& n, const std::map<std::string, 
     KILN_CHECK(x[1] == w[1] * groups, n.describe(), ": conv2d channels do not divide into ", groups, " groups");
   std::vector<int64_t> p = {x[0], x[1], x[2], x[3], out[1], w[1], w[2], w[3], out[2], out[3],
                             s[0], s[1], pad[0], pad[1], d[0], d[1], groups, n.inputs.size() > 2 ? 1 : 0};
-  if (is_depthwise_conv(n))  // dwconv2d: a block per plane, 32-bit offsets within it
-    KILN_CHECK(x[2] * x[3] <= INT32_MAX && out[2] * out[3] <= INT32_MAX, n.describe(),
-               ": a depthwise plane over 2^31 elements");
-  return {launch_for(n, prod(out, 0, out.size()), p)};
+  if (!is_depthwise_conv(n)) return {launch_for(n, prod(out, 0, out.size()), p)};
+  // dwconv2d: 32-bit offsets within a plane; a tile of planes and output rows per block.
+  KILN_CHECK(x[2] * x[3] <= INT32_MAX && out[2] * out[3] <= INT32_MAX, n.describe(),
+             ": a depthwise plane over 2^31 elements");
+  const DepthwiseTile tile = plan_depthwise_tile(out[2], out[3], w[2], w[3], s[0], s[1], d[0], d[1],
+                                                 data_dtype(n) == DType::F64 ? 8 : 4);
+  p.insert(p.end(), {tile.rows_per_band, tile.planes, tile.staged_width, tile.staged_rows, tile.bands});
+  if (tile.rows_per_band == 0) return {launch_for(n, prod(out, 0, out.size()), p)};
+  const int64_t tiles = (x[0] * x[1] + tile.planes - 1) / tile.planes * tile.bands;
+  return {launch_for(n, tiles * kDepthwiseThreads, p)};  // a block (256 threads) per tile
 }
 
 // p: N, C, H, W, KH, KW, OH, OW, sh, sw, pad top, pad left, dh, dw.

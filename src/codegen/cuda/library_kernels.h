@@ -47,10 +47,23 @@ std::string library_kernel_refusal(const Node& n);
 std::vector<std::string> library_kernel_names(const Node& n);
 
 // A depthwise conv2d (one filter per channel: groups == channels in == channels out), which runs
-// on a kernel of its own (dwconv2d: a block per (image, channel) plane, the plane's inputs in L1
-// across the taps). Why: cuDNN's NCHW depthwise kernels in bf16 took 360-520 us for ConvNeXt-T's
-// 7x7 convs at batch 32 (~20 us of bytes).
+// on a kernel of its own (dwconv2d, register-tiled: see DepthwiseTile). Why: cuDNN's NCHW depthwise
+// kernels in bf16 took 360-520 us for ConvNeXt-T's 7x7 convs at batch 32 (~20 us of bytes).
 bool is_depthwise_conv(const Node& n);
+
+// How dwconv2d splits its work: a block of kDepthwiseThreads threads stages `staged_rows` input
+// rows of `staged_width` (zero-padded) for each of `planes` (image, channel) planes in shared
+// memory, then each thread computes kDepthwiseRows outputs of one column of a band of
+// `rows_per_band` output rows. rows_per_band == 0: nothing fits kDepthwiseSharedBytes (planes
+// thousands wide), and a block takes one plane at a time from L1 instead.
+constexpr int64_t kDepthwiseThreads = 256;
+constexpr int64_t kDepthwiseRows = 8;             // KILN_DW_ROWS in the kernel source
+constexpr int64_t kDepthwiseSharedBytes = 24576;  // KILN_DW_SMEM_BYTES: 8 blocks of an SM fit
+struct DepthwiseTile {
+  int64_t rows_per_band = 0, planes = 1, staged_width = 0, staged_rows = 0, bands = 0;
+};
+DepthwiseTile plan_depthwise_tile(int64_t oh, int64_t ow, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t dh,
+                                  int64_t dw, int64_t element_bytes);
 
 // Node n's launches once its dims are bound. Throws kiln::Error naming the node for bad input the
 // reference interpreter also rejects (reflect padding wider than the dim, argmax over an empty axis).

@@ -5,6 +5,7 @@
 // clear error. Device tests skip without a GPU; placement tests run everywhere.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <set>
 
 #include "codegen/cuda/library_kernels.h"
@@ -179,6 +180,57 @@ TEST(CudaLibraryKernels, LargerOddSizesMatchTheInterpreter) {
   CudaCompileOptions direct = cuda_options();
   direct.use_cudnn = false;  // every conv on the direct library kernel
   expect_cases_match(larger_cases(), 901, direct);
+}
+
+// Depthwise convs on Kiln's register-tiled kernel (dwconv2d) in each shape class its tile plan
+// meets: bands of a wide plane (ConvNeXt-T's stage 1 is 56 wide), several small planes a block
+// (7x7 planes), strides and dilations (the generic tap loop), 3x3 and 5x5 sliding windows, asymmetric
+// pads, f64 (staged in double), and a plane too wide for shared memory (the untiled form).
+std::vector<Case> depthwise_cases() {
+  std::vector<Case> v;
+  auto dw = [&](const std::string& label, DType d, Ints x, int64_t k, Ints strides, Ints dil, Ints pads, bool bias) {
+    std::vector<TensorType> types = {T(d, {x[0], x[1], x[2], x[3]}), T(d, {x[1], 1, k, k})};
+    if (bias) types.push_back(T(d, {x[1]}));
+    v.push_back({str("dwconv/", label, "/", dtype_name(d)), Op::Conv2d, types,
+                 {{"groups", x[1]}, {"strides", strides}, {"dilations", dil}, {"pads", pads}}, {}});
+  };
+  for (DType d : {DType::F32, DType::BF16, DType::F16}) {
+    dw("7x7_wide", d, {2, 5, 57, 59}, 7, {1, 1}, {1, 1}, {3, 3, 3, 3}, true);
+    dw("7x7_small_planes", d, {3, 37, 7, 7}, 7, {1, 1}, {1, 1}, {3, 3, 3, 3}, false);
+    dw("5x5_s2", d, {2, 9, 31, 29}, 5, {2, 2}, {1, 1}, {2, 2, 2, 2}, true);
+    dw("3x3_asym", d, {1, 11, 19, 113}, 3, {1, 1}, {1, 1}, {0, 1, 2, 1}, true);
+  }
+  dw("3x3_dil2_s2x1", DType::F64, {2, 6, 23, 17}, 3, {2, 1}, {2, 2}, {2, 1, 2, 1}, true);
+  dw("5x5", DType::F64, {1, 4, 21, 35}, 5, {1, 1}, {1, 1}, {2, 2, 2, 2}, false);
+  dw("too_wide_to_stage", DType::F32, {1, 2, 5, 7001}, 3, {1, 1}, {1, 1}, {1, 1, 1, 1}, true);
+  return v;
+}
+
+TEST(CudaLibraryKernels, DepthwiseTilesCoverEveryOutputOnce) {
+  // The plan alone (no GPU): bands cover the output rows, the staged rows and width cover every
+  // tap of the band, shared memory holds the planes, and planes too wide to stage go untiled.
+  using codegen::cuda::plan_depthwise_tile;
+  for (auto [oh, ow, k, s, d] : std::vector<std::array<int64_t, 5>>{{56, 56, 7, 1, 1}, {7, 7, 7, 1, 1}, {112, 112, 3, 2, 1},
+                                                                     {15, 301, 5, 1, 2}, {3, 1, 3, 1, 1}}) {
+    const auto t = plan_depthwise_tile(oh, ow, k, k, s, s, d, d, 4);
+    ASSERT_GT(t.rows_per_band, 0) << oh << "x" << ow;
+    EXPECT_EQ(t.rows_per_band % codegen::cuda::kDepthwiseRows, 0);
+    EXPECT_GE(t.bands * t.rows_per_band, oh);
+    EXPECT_LT((t.bands - 1) * t.rows_per_band, oh);
+    EXPECT_EQ(t.staged_width, (ow - 1) * s + (k - 1) * d + 1);
+    EXPECT_EQ(t.staged_rows, (t.rows_per_band - 1) * s + (k - 1) * d + 1);
+    EXPECT_LE(t.planes * (t.staged_rows * t.staged_width + k * k) * 4, codegen::cuda::kDepthwiseSharedBytes);
+  }
+  EXPECT_GT(plan_depthwise_tile(7, 7, 7, 7, 1, 1, 1, 1, 4).planes, 1);  // small planes share a block
+  EXPECT_EQ(plan_depthwise_tile(5, 7001, 3, 3, 1, 1, 1, 1, 4).rows_per_band, 0);
+  EXPECT_EQ(plan_depthwise_tile(0, 7, 3, 3, 1, 1, 1, 1, 4).rows_per_band, 0);
+}
+
+TEST(CudaLibraryKernels, DepthwiseConvsOnTheTiledKernelMatchTheInterpreter) {
+  if (!skip_reason().empty()) GTEST_SKIP() << skip_reason();
+  CudaCompileOptions own = cuda_options();
+  own.depthwise_kernel = true;
+  expect_cases_match(depthwise_cases(), 903, own);
 }
 
 TEST(CudaLibraryKernels, AnOutOfRangeGatherIndexIsAnError) {
