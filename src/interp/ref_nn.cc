@@ -51,7 +51,8 @@ void ref_MatMul(const KernelArgs& a) {
 
 // out[n, o, y, x] = bias[o] + sum over (c in o's group, ky, kx) of
 //   in[n, c, y*sy - pad_top + ky*dy, x*sx - pad_left + kx*dx] * w[o, c - group_start, ky, kx]
-// with out-of-bounds input positions reading zero.
+// with out-of-bounds input positions reading zero. Layout "NHWC": in and out are indexed
+// [n, y, x, c] instead (the same sums).
 void ref_Conv2d(const KernelArgs& a) {
   const HostTensor& x = a.in[0];
   const HostTensor& w = a.in[1];
@@ -61,9 +62,16 @@ void ref_Conv2d(const KernelArgs& a) {
   const auto& pads = a.attrs.get_ints("pads");
   const auto& dil = a.attrs.get_ints("dilations");
   int64_t groups = a.attrs.get_int("groups");
-  int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
+  const bool nhwc = a.attrs.get_string("layout") == "NHWC";
+  int64_t N = x.shape()[0], C = x.shape()[nhwc ? 3 : 1], H = x.shape()[nhwc ? 1 : 2], W = x.shape()[nhwc ? 2 : 3];
   int64_t O = w.shape()[0], Cg = w.shape()[1], KH = w.shape()[2], KW = w.shape()[3];
-  int64_t OH = out.shape()[2], OW = out.shape()[3];
+  int64_t OH = out.shape()[nhwc ? 1 : 2], OW = out.shape()[nhwc ? 2 : 3];
+  auto x_at = [&](int64_t n, int64_t c, int64_t y, int64_t xx) {
+    return nhwc ? ((n * H + y) * W + xx) * C + c : ((n * C + c) * H + y) * W + xx;
+  };
+  auto out_at = [&](int64_t n, int64_t o, int64_t y, int64_t xx) {
+    return nhwc ? ((n * OH + y) * OW + xx) * O + o : ((n * O + o) * OH + y) * OW + xx;
+  };
   KILN_CHECK(C == Cg * groups && O % groups == 0, "conv2d channels do not divide into ", groups, " groups");
   int64_t out_per_group = O / groups;
   for (int64_t n = 0; n < N; ++n)
@@ -84,10 +92,10 @@ void ref_Conv2d(const KernelArgs& a) {
                   if (!std::isfinite(wv)) acc += 0.0 * wv;
                   continue;
                 }
-                acc += x.get_f64(((n * C + group_start + cg) * H + iy) * W + ix) * wv;
+                acc += x.get_f64(x_at(n, group_start + cg, iy, ix)) * wv;
               }
             }
-          out.set_f64(((n * O + o) * OH + oy) * OW + ox, acc);
+          out.set_f64(out_at(n, o, oy, ox), acc);
         }
     }
 }

@@ -59,9 +59,14 @@ std::vector<TensorType> rule_matmul(const InferCtx& ctx) {
 
 std::vector<TensorType> rule_conv2d(const InferCtx& ctx) {
   require_float_same(ctx, 1);
-  require_rank(ctx, 0, 4, "conv2d input [N, C, H, W]");
+  const std::string& layout = ctx.attrs.get_string("layout");
+  if (layout != "NCHW" && layout != "NHWC") ctx.fail(str("conv2d layout must be \"NCHW\" or \"NHWC\", not \"", layout, "\""));
+  const bool nhwc = layout == "NHWC";
+  require_rank(ctx, 0, 4, nhwc ? "conv2d input [N, H, W, C]" : "conv2d input [N, C, H, W]");
   require_rank(ctx, 1, 4, "conv2d weight [O, C/groups, kH, kW]");
-  const TensorType& x = ctx.inputs[0];
+  // Checked as NCHW: the channels-last input seen through its permute.
+  TensorType x = ctx.inputs[0];
+  if (nhwc) x.shape = {x.shape[0], x.shape[3], x.shape[1], x.shape[2]};
   const TensorType& w = ctx.inputs[1];
   int64_t groups = ctx.attrs.get_int("groups");
   if (groups < 1) ctx.fail("groups must be >= 1");
@@ -82,6 +87,7 @@ std::vector<TensorType> rule_conv2d(const InferCtx& ctx) {
   Shape out = {x.shape[0], O,
                window_out(ctx, x.shape[2], pads[0] + pads[2], kh.constant(), strides[0], dil[0], false, pads[0]),
                window_out(ctx, x.shape[3], pads[1] + pads[3], kw.constant(), strides[1], dil[1], false, pads[1])};
+  if (nhwc) out = {out[0], out[2], out[3], out[1]};
   return {TensorType{x.dtype, out, x.device}};
 }
 

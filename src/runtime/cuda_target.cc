@@ -5,9 +5,11 @@
 #include <map>
 #include <mutex>
 
+#include "codegen/cuda/channels_last.h"
 #include "codegen/cuda/prepare_graph.h"
 #include "kiln/error.h"
 #include "kiln/target.h"
+#include "passes/constant_folding.h"
 #include "runtime/cuda_lowering.h"
 #include "runtime/host_segments.h"
 
@@ -31,6 +33,19 @@ class CudaTarget final : public Target {
                                "split into slices (views), attention the fused kernel cannot run into primitives, "
                                "attention read through a heads-merging permute written in that layout",
                                [fused_attention](Graph& g) { return codegen::cuda::prepare_graph_for_cuda(g, fused_attention); }});
+    // Depthwise convs channels-last where that cancels permutes (ConvNeXt); they run on Kiln's
+    // kernel, so not where cuDNN takes depthwise convs (CudaCompileOptions::depthwise_kernel off).
+    if (options_.depthwise_kernel)
+      o.target_passes.push_back({"cuda-channels-last",
+                                 "depthwise convs channels-last, the permutes around them cancelled or sunk to the graph's edges",
+                                 [](Graph& g) { return codegen::cuda::channels_last_depthwise(g); }});
+    // The weights those rewrites reshape and permute (patch convs' [O, C, kh, kw] -> [C*kh*kw, O],
+    // channels-last constants) become constants once, not a permute kernel every run.
+    OptimizeOptions caps;
+    caps.max_folded_constant_bytes = o.max_folded_constant_bytes;
+    caps.max_folded_growth_bytes = o.max_folded_growth_bytes;
+    o.target_passes.push_back({"cuda-fold-constants", "fold the constant subgraphs the target passes wrote (weight layouts)",
+                               [caps](Graph& g) { return passes::ConstantFolding(caps).run(g); }});
     return o;
   }
 

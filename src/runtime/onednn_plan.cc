@@ -239,6 +239,7 @@ std::optional<eager::onednn::ConvSpec> conv_spec_of(const Node& conv) {
   const Value* y = conv.outputs[0];
   if (!x->type.is_static() || !w->type.is_static() || !y->type.is_static()) return std::nullopt;
   if (x->type.shape.size() != 4 || w->type.shape.size() != 4) return std::nullopt;
+  if (conv.attrs.get_string("layout") != "NCHW") return std::nullopt;  // channels-last: the CUDA target's form
   eager::onednn::ConvSpec s;
   s.dtype = y->type.dtype;
   if (x->type.dtype != s.dtype || w->type.dtype != s.dtype) return std::nullopt;

@@ -157,6 +157,10 @@ std::vector<OpSample> build() {
     add(v, str("conv2d/groups/", dn(d)), Op::Conv2d, {T(d, {2, 4, 9, 11}), T(d, {6, 2, 3, 3}), T(d, {6})},
         {{"groups", int64_t(2)}, {"strides", Ints{2, 1}}, {"pads", Ints{1, 0, 1, 2}}, {"dilations", Ints{1, 2}}});
   add(v, "conv2d/plain/f32", Op::Conv2d, {T(DType::F32, {1, 3, 7, 7}), T(DType::F32, {5, 3, 1, 1})});
+  // Channels-last depthwise (the CUDA target's channels-last pass writes these): x [N, H, W, C].
+  for (DType d : {DType::F32, DType::BF16})
+    add(v, str("conv2d/depthwise_nhwc/", dn(d)), Op::Conv2d, {T(d, {2, 9, 11, 6}), T(d, {6, 1, 3, 3}), T(d, {6})},
+        {{"groups", int64_t(6)}, {"pads", Ints{1, 0, 2, 1}}, {"layout", std::string("NHWC")}});
   for (DType d : kFloats)
     add(v, str("im2col/strided_padded/", dn(d)), Op::Im2Col, {T(d, {2, 3, 9, 8})},
         {{"kernel", Ints{3, 2}}, {"strides", Ints{2, 1}}, {"pads", Ints{1, 0, 2, 1}}, {"dilations", Ints{1, 2}}});

@@ -444,6 +444,96 @@ template <class T> __device__ void kl_dwconv2d(const KilnLibArgs& a) {
   }
 }
 
+// dwconv2d_nhwc (depthwise, layout "NHWC": x [N, H, W, C], y [N, OH, OW, C]): conv2d's p[0..17].
+// A block takes a tile (32 channels, one image, a strip of KILN_DW_ROWS output rows), its lanes
+// the channels (coalesced loads and stores), its warps the strip's columns; the tile's weights
+// are staged transposed ([tap][channel]) in shared memory. Each thread slides a window of
+// KILN_DW_ROWS + KH - 1 inputs down its column as dwconv2d does (kx outer), reading through L1,
+// which the block's other warps share. Padding reads 0 (a tap over it adds 0 * w).
+template <class T, int KH> __device__ void kl_dwconv2d_nhwc_column(const typename T::S* x, int64_t row0, int iy0, int H,
+                                                                   int ix0, int W, int C, int KW, int dw,
+                                                                   const typename T::A* wt, typename T::A* acc) {
+  typedef typename T::A A;
+  for (int kx = 0; kx < KW; ++kx) {
+    const int ix = ix0 + kx * dw;
+    if (ix < 0 || ix >= W) {  // the whole column is padding: 0 * w
+#pragma unroll
+      for (int ky = 0; ky < KH; ++ky) {
+        const A zero = A(0) * wt[(ky * KW + kx) * 32];
+#pragma unroll
+        for (int r = 0; r < KILN_DW_ROWS; ++r) acc[r] += zero;
+      }
+      continue;
+    }
+    A v[KILN_DW_ROWS + KH - 1];
+#pragma unroll
+    for (int j = 0; j < KILN_DW_ROWS + KH - 1; ++j) {
+      const int iy = iy0 + j;
+      v[j] = iy >= 0 && iy < H ? A(T::ld(x, (row0 + iy) * W * int64_t(C) + int64_t(ix) * C)) : A(0);
+    }
+#pragma unroll
+    for (int ky = 0; ky < KH; ++ky) {
+      const A wv = wt[(ky * KW + kx) * 32];
+#pragma unroll
+      for (int r = 0; r < KILN_DW_ROWS; ++r) acc[r] += v[r + ky] * wv;
+    }
+  }
+}
+template <class T> __device__ void kl_dwconv2d_nhwc(const KilnLibArgs& a) {
+  typedef typename T::A A;
+  const typename T::S* w = (const typename T::S*)a.in[1];
+  const typename T::S* bias = (const typename T::S*)a.in[2];
+  typename T::S* y = (typename T::S*)a.out[0];
+  const int C = int(a.p[1]);
+  const int H = int(a.p[2]), W = int(a.p[3]), KH = int(a.p[6]), KW = int(a.p[7]), OH = int(a.p[8]), OW = int(a.p[9]);
+  const int sh = int(a.p[10]), sw = int(a.p[11]), pt = int(a.p[12]), pl = int(a.p[13]), dh = int(a.p[14]), dw = int(a.p[15]);
+  const int taps = KH * KW, chunks = (C + 31) / 32, strips = (OH + KILN_DW_ROWS - 1) / KILN_DW_ROWS;
+  const int lane = int(threadIdx.x) & 31, warp = int(threadIdx.x) >> 5, warps = int(blockDim.x) >> 5;
+  __shared__ A wt_all[KILN_DWN_MAX_TAPS * 32];
+  const int64_t tiles = int64_t(chunks) * strips * a.p[0];
+  for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    const int chunk = int(tile % chunks), strip = int(tile / chunks % strips);
+    const int64_t n = tile / chunks / strips;
+    __syncthreads();  // the previous tile's weights are no longer read
+    for (int e = int(threadIdx.x); e < taps * 32; e += int(blockDim.x)) {
+      const int c = chunk * 32 + (e & 31);
+      wt_all[e] = c < C ? A(T::ld(w, int64_t(c) * taps + (e >> 5))) : A(0);
+    }
+    __syncthreads();
+    const int c = chunk * 32 + lane;
+    if (c >= C) continue;
+    const typename T::S* x = (const typename T::S*)a.in[0] + c;
+    const A* wt = wt_all + lane;
+    const A b0 = a.p[17] ? A(T::ld(bias, c)) : A(0);
+    const int oy0 = strip * KILN_DW_ROWS;
+    for (int ox = warp; ox < OW; ox += warps) {
+      A acc[KILN_DW_ROWS];
+#pragma unroll
+      for (int r = 0; r < KILN_DW_ROWS; ++r) acc[r] = b0;
+      const int64_t row0 = n * H;
+      const int ix0 = ox * sw - pl, iy0 = oy0 * sh - pt;
+      if (sh == 1 && dh == 1 && KH == 7) kl_dwconv2d_nhwc_column<T, 7>(x, row0, iy0, H, ix0, W, C, KW, dw, wt, acc);
+      else if (sh == 1 && dh == 1 && KH == 5) kl_dwconv2d_nhwc_column<T, 5>(x, row0, iy0, H, ix0, W, C, KW, dw, wt, acc);
+      else if (sh == 1 && dh == 1 && KH == 3) kl_dwconv2d_nhwc_column<T, 3>(x, row0, iy0, H, ix0, W, C, KW, dw, wt, acc);
+      else
+        for (int ky = 0; ky < KH; ++ky)
+          for (int kx = 0; kx < KW; ++kx) {
+            const A wv = wt[(ky * KW + kx) * 32];
+            const int ix = ix0 + kx * dw;
+#pragma unroll
+            for (int r = 0; r < KILN_DW_ROWS; ++r) {
+              const int iy = (oy0 + r) * sh - pt + ky * dh;
+              const bool inside = iy >= 0 && iy < H && ix >= 0 && ix < W;
+              acc[r] += (inside ? A(T::ld(x, ((row0 + iy) * W + ix) * int64_t(C))) : A(0)) * wv;
+            }
+          }
+#pragma unroll
+      for (int r = 0; r < KILN_DW_ROWS; ++r)
+        if (oy0 + r < OH) T::st(y, ((n * OH + oy0 + r) * OW + ox) * int64_t(C) + c, typename T::C(acc[r]));
+    }
+  }
+}
+
 // im2col: p = N, C, H, W, KH, KW, OH, OW, sh, sw, pad top, pad left, dh, dw. A block takes one
 // row of the [N, C*KH*KW, OH*OW] columns at a time (one image, one window element), its threads
 // consecutive output positions: 32-bit index math (a position needs one division; a per-element
@@ -623,8 +713,8 @@ std::string instantiation(const std::string& name) {
 std::string library_kernels_source(const std::set<std::string>& names) {
   if (names.empty()) return "";
   // dwconv2d's tile constants, as plan_depthwise_tile sizes its tiles.
-  std::string text = str("#define KILN_DW_ROWS ", kDepthwiseRows, "\n#define KILN_DW_SMEM_BYTES ", kDepthwiseSharedBytes, "\n",
-                         kLibraryTemplates);
+  std::string text = str("#define KILN_DW_ROWS ", kDepthwiseRows, "\n#define KILN_DW_SMEM_BYTES ", kDepthwiseSharedBytes,
+                         "\n#define KILN_DWN_MAX_TAPS ", kDepthwiseNhwcMaxTaps, "\n", kLibraryTemplates);
   for (const std::string& name : names)
     text += str("extern \"C\" __global__ void __launch_bounds__(256) ", name, "(const KilnLibArgs a) { ",
                 instantiation(name), "(a); }\n");

@@ -40,7 +40,8 @@ const LibOp kLibOps[] = {
     {Op::AvgPool2d, "avgpool", Family::kFloat},
     {Op::GlobalAvgPool, "global_avgpool", Family::kFloat},
     {Op::Conv2d, "conv2d", Family::kFloat},
-    {Op::Conv2d, "dwconv2d", Family::kFloat},  // depthwise: is_depthwise_conv
+    {Op::Conv2d, "dwconv2d", Family::kFloat},       // depthwise: is_depthwise_conv
+    {Op::Conv2d, "dwconv2d_nhwc", Family::kFloat},  // depthwise, layout "NHWC"
     {Op::ConvTranspose2d, "conv_transpose2d", Family::kFloat},
     {Op::Im2Col, "im2col", Family::kMovement},
     {Op::Det, "det", Family::kFloat},
@@ -83,7 +84,7 @@ std::string type_token(const LibOp& l, DType t) {
 
 std::string kernel_name(const Node& n) {
   const LibOp& l = *lib_op(n.op);
-  const char* base = is_depthwise_conv(n) ? "dwconv2d" : l.base;
+  const char* base = !is_depthwise_conv(n) ? l.base : is_channels_last(n) ? "dwconv2d_nhwc" : "dwconv2d";
   std::string name = str("kiln_lib_", base, "_", type_token(l, data_dtype(n)));
   if (n.op == Op::Gather || n.op == Op::GatherElements) name += str("_", dtype_name(n.inputs[1]->type.dtype));
   return name;
@@ -304,6 +305,10 @@ namespace {
 // has_bias. Transposed: Og (w's dim 1) in place of Cg.
 std::vector<LibraryLaunch> plan_conv(const Node& n, const std::map<std::string, int64_t>& dims) {
   std::vector<int64_t> x = dims_of(n.inputs[0], dims), w = dims_of(n.inputs[1], dims), out = dims_of(n.outputs[0], dims);
+  if (is_channels_last(n)) {  // the same parameters, read from [N, H, W, C]
+    x = {x[0], x[3], x[1], x[2]};
+    out = {out[0], out[3], out[1], out[2]};
+  }
   const auto& s = n.attrs.get_ints("strides");
   const auto& pad = n.attrs.get_ints("pads");
   const auto& d = n.attrs.get_ints("dilations");
@@ -315,6 +320,12 @@ std::vector<LibraryLaunch> plan_conv(const Node& n, const std::map<std::string, 
   std::vector<int64_t> p = {x[0], x[1], x[2], x[3], out[1], w[1], w[2], w[3], out[2], out[3],
                             s[0], s[1], pad[0], pad[1], d[0], d[1], groups, n.inputs.size() > 2 ? 1 : 0};
   if (!is_depthwise_conv(n)) return {launch_for(n, prod(out, 0, out.size()), p)};
+  if (is_channels_last(n)) {  // dwconv2d_nhwc: a block per (32 channels, image, strip of output rows)
+    KILN_CHECK(x[2] * x[3] * x[1] <= INT32_MAX && w[2] * w[3] <= kDepthwiseNhwcMaxTaps, n.describe(),
+               ": a channels-last depthwise image over 2^31 elements or a filter over ", kDepthwiseNhwcMaxTaps, " taps");
+    const int64_t tiles = (x[1] + 31) / 32 * ((out[2] + kDepthwiseRows - 1) / kDepthwiseRows) * x[0];
+    return {launch_for(n, tiles * kDepthwiseThreads, p)};
+  }
   // dwconv2d: 32-bit offsets within a plane; a tile of planes and output rows per block.
   KILN_CHECK(x[2] * x[3] <= INT32_MAX && out[2] * out[3] <= INT32_MAX, n.describe(),
              ": a depthwise plane over 2^31 elements");
@@ -435,8 +446,18 @@ std::string library_kernel_refusal(const Node& n) {
   if (n.op == Op::Concat)
     for (const Value* v : n.inputs)
       if (v->type.dtype != t) return str(n.describe(), ": concat operands of different dtypes");
+  if (n.op == Op::Conv2d && is_channels_last(n)) {
+    if (!is_depthwise_conv(n))
+      return str(n.describe(), ": CUDA runs channels-last (layout \"NHWC\") conv2d only for depthwise convs");
+    const Shape& w = n.inputs[1]->type.shape;
+    if (!w[2].is_constant() || !w[3].is_constant() || w[2].constant() * w[3].constant() > kDepthwiseNhwcMaxTaps)
+      return str(n.describe(), ": the CUDA channels-last depthwise kernel takes up to ", kDepthwiseNhwcMaxTaps,
+                 " taps a filter");
+  }
   return "";
 }
+
+bool is_channels_last(const Node& n) { return n.op == Op::Conv2d && n.attrs.get_string("layout") == "NHWC"; }
 
 std::vector<std::string> library_kernel_names(const Node& n) { return {kernel_name(n)}; }
 

@@ -62,6 +62,14 @@ constexpr int64_t kDepthwiseSharedBytes = 24576;  // KILN_DW_SMEM_BYTES: 8 block
 struct DepthwiseTile {
   int64_t rows_per_band = 0, planes = 1, staged_width = 0, staged_rows = 0, bands = 0;
 };
+// Channels-last depthwise convs (dwconv2d_nhwc: lanes over channels) stage a filter's taps for 32
+// channels in shared memory: filters up to 9x9.
+constexpr int64_t kDepthwiseNhwcMaxTaps = 81;  // KILN_DWN_MAX_TAPS in the kernel source
+
+// A conv2d whose input and result are channels-last (layout "NHWC"; the CUDA target's
+// channels_last pass writes them around depthwise convs).
+bool is_channels_last(const Node& n);
+
 DepthwiseTile plan_depthwise_tile(int64_t oh, int64_t ow, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t dh,
                                   int64_t dw, int64_t element_bytes);
 

@@ -167,6 +167,7 @@ void implicit_gemm(const ConvGeometry& g, const float* x, const float* w, const 
 Ran run_conv(const KernelArgs& args) {
   if (args.op != Op::Conv2d || args.in[0].dtype() != DType::F32 || args.in[1].dtype() != DType::F32)
     return Ran::kNotHandled;
+  if (args.attrs.get_string("layout") != "NCHW") return Ran::kNotHandled;  // channels-last: the reference
   const ConvGeometry g = geometry_of(args);
   if (args.out[0].numel() == 0) return Ran::kNative;
   if (g.reduction() * std::max(g.positions(), g.group_out) > INT32_MAX) return Ran::kNotHandled;  // BLAS dims

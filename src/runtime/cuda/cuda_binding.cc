@@ -184,7 +184,8 @@ CudaExecutable::Binding& CudaExecutable::binding_for_dims(const std::map<std::st
 void CudaExecutable::plan_library_kernel(const Node& n, const std::map<std::string, int64_t>& dims, int sms,
                                          StepPlan& plan) const {
   plan.buffers.assign(n.inputs.begin(), n.inputs.end());
-  if (n.op == Op::Conv2d && options.use_cudnn && !(options.depthwise_kernel && codegen::cuda::is_depthwise_conv(n))) {
+  if (n.op == Op::Conv2d && options.use_cudnn && !codegen::cuda::is_channels_last(n) &&
+      !(options.depthwise_kernel && codegen::cuda::is_depthwise_conv(n))) {
     const std::vector<int64_t>& pads = n.attrs.get_ints("pads");
     const DType dtype = n.outputs[0]->type.dtype;
     if (CudnnConv::refusal(dtype, pads[0], pads[1], pads[2], pads[3]).empty()) {

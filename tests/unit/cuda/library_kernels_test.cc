@@ -185,7 +185,8 @@ TEST(CudaLibraryKernels, LargerOddSizesMatchTheInterpreter) {
 // Depthwise convs on Kiln's register-tiled kernel (dwconv2d) in each shape class its tile plan
 // meets: bands of a wide plane (ConvNeXt-T's stage 1 is 56 wide), several small planes a block
 // (7x7 planes), strides and dilations (the generic tap loop), 3x3 and 5x5 sliding windows, asymmetric
-// pads, f64 (staged in double), and a plane too wide for shared memory (the untiled form).
+// pads, f64 (staged in double), a plane too wide for shared memory (the untiled form), and the
+// channels-last kernel.
 std::vector<Case> depthwise_cases() {
   std::vector<Case> v;
   auto dw = [&](const std::string& label, DType d, Ints x, int64_t k, Ints strides, Ints dil, Ints pads, bool bias) {
@@ -203,6 +204,22 @@ std::vector<Case> depthwise_cases() {
   dw("3x3_dil2_s2x1", DType::F64, {2, 6, 23, 17}, 3, {2, 1}, {2, 2}, {2, 1, 2, 1}, true);
   dw("5x5", DType::F64, {1, 4, 21, 35}, 5, {1, 1}, {1, 1}, {2, 2, 2, 2}, false);
   dw("too_wide_to_stage", DType::F32, {1, 2, 5, 7001}, 3, {1, 1}, {1, 1}, {1, 1, 1, 1}, true);
+  // Channels-last (dwconv2d_nhwc; x given [N, C, H, W] above, here [N, H, W, C]): channel counts
+  // not a multiple of the 32 lanes, the sliding windows and the generic tap loop.
+  auto nhwc = [&](const std::string& label, DType d, Ints x, int64_t k, Ints strides, Ints dil, Ints pads, bool bias) {
+    std::vector<TensorType> types = {T(d, {x[0], x[2], x[3], x[1]}), T(d, {x[1], 1, k, k})};
+    if (bias) types.push_back(T(d, {x[1]}));
+    v.push_back({str("dwconv_nhwc/", label, "/", dtype_name(d)), Op::Conv2d, types,
+                 {{"groups", x[1]}, {"strides", strides}, {"dilations", dil}, {"pads", pads}, {"layout", std::string("NHWC")}},
+                 {}});
+  };
+  for (DType d : {DType::F32, DType::BF16, DType::F16}) {
+    nhwc("7x7", d, {2, 70, 19, 23}, 7, {1, 1}, {1, 1}, {3, 3, 3, 3}, true);
+    nhwc("7x7_small", d, {3, 40, 7, 7}, 7, {1, 1}, {1, 1}, {3, 3, 3, 3}, false);
+    nhwc("3x3_asym", d, {1, 33, 9, 31}, 3, {1, 1}, {1, 1}, {0, 1, 2, 1}, true);
+  }
+  nhwc("5x5_s2_dil2", DType::F32, {2, 12, 21, 17}, 5, {2, 2}, {2, 2}, {4, 3, 4, 3}, true);
+  nhwc("5x5", DType::F64, {1, 7, 11, 13}, 5, {1, 1}, {1, 1}, {2, 2, 2, 2}, true);
   return v;
 }
 
