@@ -234,7 +234,7 @@ int main(int argc, char** argv) {
   double copy_gbs = 2.0 * double(n) * 4 / (copy_ms * 1e6);
   std::cout << "# Kiln CPU bench: " << threads << " threads, median of " << repeats
             << " repeats; copy bandwidth " << copy_gbs << " GB/s (" << copy_ms << " ms for 2x128 MiB); OpenBLAS core "
-            << openblas_get_corename() << "; generated code " << (portable ? "baseline x86-64" : "-march=native")
+            << openblas_get_corename() << "; generated code " << (portable ? "this CPU's x86-64 level" : "-march=native")
             << "\n\n";
   if (json.is_open())
     json << "{\"copy_gbs\": " << copy_gbs << ", \"blas_core\": \"" << openblas_get_corename() << "\"}\n";
@@ -273,8 +273,8 @@ int main(int argc, char** argv) {
     CompileOptions opt;
     opt.num_threads = threads;
     opt.cache_dir = cold_dir;
-    // Like torch.compile's C++ backend, generate for this machine's vector ISA (AVX2/AVX-512), not
-    // baseline x86-64; --portable measures the default (cache-portable) flags instead.
+    // Like torch.compile's C++ backend, generate for this machine (-march=native); --portable
+    // measures the default flags instead (this CPU's named x86-64 level, cpu_jit.h).
     opt.march_native = !portable;
     std::filesystem::remove_all(cold_dir);
     // Compile time includes kiln::optimize for traced and imported graphs.

@@ -151,7 +151,8 @@ void save_compiled(const Graph& graph, const Executable& exe, const std::string&
   std::string weights;
   std::string text = externalize(print_graph(graph), weights);
 
-  codegen::cpu::CompilerConfig cfg = codegen::cpu::default_compiler(options.march_native, options.extra_flags);
+  // The flags the kernels were compiled with (compile()'s: this CPU's x86-64 level).
+  codegen::cpu::CompilerConfig cfg = codegen::cpu::default_compiler(options.march_native, options.extra_flags, /*host_isa=*/true);
   json m;
   m["format"] = kFormat;
   m["format_version"] = kArtefactFormatVersion;
@@ -217,6 +218,15 @@ CompiledArtefact load_compiled_artefact(const std::string& dir, int num_threads)
     opt.parallel_threshold = co.at("parallel_threshold").get<int64_t>();
     opt.march_native = co.at("march_native").get<bool>();
     opt.extra_flags = co.at("extra_flags").get<std::vector<std::string>>();
+    // Kernels compiled for an x86-64 level this CPU lacks would die of SIGILL at their first AVX
+    // instruction: say so instead.
+    const std::string here = codegen::cpu::cpu_isa_level();
+    for (const std::string& f : m.at("compiler").at("flags").get<std::vector<std::string>>()) {
+      const bool v4 = f == "-march=x86-64-v4", v3 = f == "-march=x86-64-v3";
+      KILN_CHECK(!(v4 && here != "x86-64-v4") && !(v3 && here.empty()), "compiled artefact ", dir,
+                 ": its kernels were compiled for ", f.substr(7), v4 ? " (AVX-512)" : " (AVX2)", " and this CPU is ",
+                 here.empty() ? "below x86-64-v3" : here, "; re-create it here with `kiln compile`");
+    }
     std::string so_path;
     if (files.contains("shared_object")) {
       read_checked(d, files.at("shared_object"), "compiled shared object");

@@ -239,7 +239,8 @@ std::vector<std::shared_ptr<Executable>> compile_all(const std::vector<const Gra
   std::shared_ptr<codegen::cpu::SharedObject> so;
   std::string command;
   if (!all.empty()) {
-    codegen::cpu::CompilerConfig cfg = codegen::cpu::default_compiler(opt.march_native, opt.extra_flags);
+    // Generated kernels use this CPU's vector ISA (AVX2, AVX-512); the cache key tells machines apart.
+    codegen::cpu::CompilerConfig cfg = codegen::cpu::default_compiler(opt.march_native, opt.extra_flags, /*host_isa=*/true);
     command = cfg.command_line("<source>.cc", "<key>.so") + "   # " + cfg.identity;
     runtime::CompileCache cache(compile_cache_dir(opt));
     stats.cache_key = runtime::CompileCache::key(source, cfg.identity, cfg.flags);

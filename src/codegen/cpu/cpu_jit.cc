@@ -51,19 +51,52 @@ std::string CompilerConfig::command_line(const std::string& src, const std::stri
   return cmd + " " + shell_quote(src) + " -o " + shell_quote(out);
 }
 
-CompilerConfig default_compiler(bool march_native, const std::vector<std::string>& extra_flags) {
+std::string cpu_isa_level() {
+  std::string level;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  __builtin_cpu_init();
+  const bool v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi") &&
+                  __builtin_cpu_supports("bmi2");
+  const bool v4 = v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                  __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
+                  __builtin_cpu_supports("avx512vl");
+  level = v4 ? "x86-64-v4" : v3 ? "x86-64-v3" : "";
+#endif
+  return level;
+}
+
+std::string host_isa_level(const std::string& cxx) {
+  const std::string level = cpu_isa_level();
+  if (level.empty()) return level;
+  // Whether this compiler knows the level's name (GCC 11, Clang 12), asked once per compiler.
+  static std::mutex mu;
+  static std::map<std::string, bool> knows;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = knows.find(cxx + " " + level);
+  if (it == knows.end()) {
+    std::string out;
+    const int rc = run_command(shell_quote(cxx) + " -march=" + level + " -x c++ -E - < /dev/null", &out);
+    it = knows.emplace(cxx + " " + level, rc == 0).first;
+  }
+  return it->second ? level : "";
+}
+
+CompilerConfig default_compiler(bool march_native, const std::vector<std::string>& extra_flags, bool host_isa) {
   CompilerConfig cfg;
   const char* env = std::getenv("CXX");
   cfg.cxx = env && *env ? env : "g++";
   // -fno-trapping-math: results are unchanged (Kiln never reads FP exception flags), but without it GCC
   // refuses to if-convert float comparisons (relu, max, clamps, kiln_exp), so those loops stay scalar.
   cfg.flags = {"-std=c++17", "-O3", "-fopenmp", "-fPIC", "-shared", "-fno-math-errno", "-fno-trapping-math", "-w"};
+  // GCC tunes AVX-512 CPUs to 256-bit vectors; the row kernels (softmax's exp pass, norms) are
+  // compute-bound in L1 and ran 10-25% faster at 512 bits on the Xeon bench host, and the
+  // streaming ones were unchanged (docs/compiler.md). A no-op on CPUs without AVX-512.
   if (march_native) {
     cfg.flags.push_back("-march=native");
-    // GCC tunes AVX-512 CPUs to 256-bit vectors; the row kernels (softmax's exp pass, norms) are
-    // compute-bound in L1 and ran 10-25% faster at 512 bits on the Xeon bench host, and the
-    // streaming ones were unchanged (docs/compiler.md). A no-op on CPUs without AVX-512.
     cfg.flags.push_back("-mprefer-vector-width=512");
+  } else if (const std::string level = host_isa ? host_isa_level(cfg.cxx) : ""; !level.empty()) {
+    cfg.flags.push_back("-march=" + level);
+    if (level == "x86-64-v4") cfg.flags.push_back("-mprefer-vector-width=512");
   }
 #ifdef KILN_JIT_SANITIZE
   // A sanitizer build (-DKILN_SANITIZE=ON) checks the generated kernels too: an out-of-bounds

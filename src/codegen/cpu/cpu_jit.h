@@ -23,9 +23,22 @@ struct CompilerConfig {
   std::string command_line(const std::string& src, const std::string& out) const;
 };
 
-// $CXX or g++; -O3 -fopenmp -fPIC -shared -fno-math-errno (never -ffast-math), -march=native
-// (with -mprefer-vector-width=512) only when asked. Throws kiln::Error when no compiler runs.
-CompilerConfig default_compiler(bool march_native, const std::vector<std::string>& extra_flags);
+// The x86-64 microarchitecture level of this CPU: "x86-64-v4", "x86-64-v3" or "" (below, or not
+// x86-64). No compiler needed (loading an artefact checks it).
+std::string cpu_isa_level();
+
+// The x86-64 microarchitecture level of this CPU that the compiler `cxx` can target:
+// "x86-64-v4" (AVX-512 F/BW/CD/DQ/VL), "x86-64-v3" (AVX2, FMA, BMI1/2), or "" (the baseline,
+// non-x86 machines, or a compiler without -march=x86-64-vN).
+std::string host_isa_level(const std::string& cxx);
+
+// $CXX or g++; -O3 -fopenmp -fPIC -shared -fno-math-errno (never -ffast-math). Vector ISA:
+// -march=native (with -mprefer-vector-width=512) when asked; else, with `host_isa`, the CPU's
+// x86-64 level (host_isa_level: a named level, so the flags, and so the cache key, differ between
+// machines that differ: a shared cache never hands an AVX-512 object to an AVX2 machine); else the
+// baseline (artefacts meant for other machines: `kiln compile`). Throws kiln::Error when no
+// compiler runs.
+CompilerConfig default_compiler(bool march_native, const std::vector<std::string>& extra_flags, bool host_isa = false);
 
 // Compiles source_path into out_path; throws kiln::Error with the compiler's output on failure.
 void compile_shared_object(const CompilerConfig& cfg, const std::string& source_path,
