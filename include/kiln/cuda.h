@@ -41,11 +41,13 @@ struct CudaCompileOptions {
   // replay does not pay it, so it picked the direct kernel where cuDNN is faster (MobileNetV3:
   // 2.68 ms timed vs 1.47 ms cuDNN-only on the H200). Timing captured graphs is the fix.
   bool time_conv_forms = false;
-  // Depthwise convs (one filter per channel) on Kiln's own register-tiled kernel (library_kernels.h:
-  // dwconv2d) rather than cuDNN, whose NCHW depthwise kernels are slow in 16-bit (ConvNeXt-T's 7x7:
-  // 360-520 us each at batch 32 in bf16 on an H100). Off: cuDNN takes them (kiln-gpu-bench
-  // --conv cudnn-all). Without cuDNN, depthwise convs take it anyway.
-  bool depthwise_kernel = true;
+  // Depthwise convs (one filter per channel) on Kiln's own register-tiled kernels (library_kernels.h:
+  // dwconv2d, and dwconv2d_nhwc with the cuda-channels-last pass, which this turns on) rather than
+  // cuDNN, whose NCHW depthwise kernels are slow in 16-bit (ConvNeXt-T's 7x7: 360-520 us each at
+  // batch 32 in bf16 on an H100). Off by default: written in session 19, which got no GPU, so they
+  // have compiled (NVRTC) and their planning and graph rewrites are tested, but they have not yet run
+  // on a GPU. Off, cuDNN takes depthwise convs, and without cuDNN the untiled dwconv2d form does.
+  bool depthwise_kernel = false;
 };
 
 // Empty when this build has the CUDA backend and a CUDA device is usable here; otherwise why not

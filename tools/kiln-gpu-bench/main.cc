@@ -375,9 +375,11 @@ void dispatch(Results& r) {
 // A real model (an ONNX file, scripts/real_models.py) as `kiln run --device cuda [--dtype]` compiles
 // it: compile time cold (no cache) and warm (cache hit), the median of event-timed graph replays,
 // and kernels launched and bytes moved per run; the slowest steps say where the time goes.
-// conv: "cudnn" (the default: cuDNN wherever it plans but depthwise convs), "cudnn-all" (depthwise
-// too), "timed" (cuDNN or the direct kernel,
-// whichever a first-run timing finds faster per conv) or "direct" (the direct kernel everywhere).
+// conv: "cudnn" (the default, as compile_cuda's: cuDNN wherever it plans, depthwise convs too;
+// "cudnn-all" is the same), "depthwise" (depthwise convs on Kiln's register-tiled kernels, channels-
+// last where the cuda-channels-last pass finds it pays: CudaCompileOptions::depthwise_kernel),
+// "timed" (cuDNN or the direct kernel, whichever a first-run timing finds faster per conv) or
+// "direct" (the direct kernel everywhere).
 void model(Results& r, const std::string& path, const std::string& dtype, const std::string& conv,
            const std::string& steps_path) {
   std::unique_ptr<Graph> g = import_onnx(path);
@@ -393,11 +395,11 @@ void model(Results& r, const std::string& path, const std::string& dtype, const 
                                                       : HostTensor::random(v->type.dtype, shape, 7 + i));
   }
   CudaCompileOptions warm;
-  KILN_CHECK(conv == "timed" || conv == "cudnn" || conv == "direct" || conv == "cudnn-all", "--conv: '", conv,
-             "' (cudnn, cudnn-all, timed or direct)");
+  KILN_CHECK(conv == "timed" || conv == "cudnn" || conv == "direct" || conv == "cudnn-all" || conv == "depthwise",
+             "--conv: '", conv, "' (cudnn, cudnn-all, depthwise, timed or direct)");
   warm.use_cudnn = conv != "direct";
   warm.time_conv_forms = conv == "timed";
-  warm.depthwise_kernel = conv != "cudnn-all";  // cudnn-all: depthwise convs on cuDNN too
+  warm.depthwise_kernel = conv == "depthwise";
   CudaCompileOptions cold = warm;
   cold.base.use_cache = false;
   auto t0 = std::chrono::steady_clock::now();
@@ -447,7 +449,7 @@ int main(int argc, char** argv) {
   int64_t only_cols = 0;  // rows section: only the shape with this many columns
   std::vector<std::string> models;  // --model FILE.onnx (repeatable): only the model section
   std::string dtype;                // --dtype f16|bf16 for the models
-  std::string conv = "cudnn";       // --conv cudnn|cudnn-all|timed|direct for the models
+  std::string conv = "cudnn";       // --conv cudnn|cudnn-all|depthwise|timed|direct for the models
   std::string steps_path;           // --steps FILE: every model's steps appended there
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -461,7 +463,7 @@ int main(int argc, char** argv) {
     else if (a == "--steps" && i + 1 < argc) steps_path = argv[++i];
     else {
       std::cerr << "usage: kiln-gpu-bench [--json FILE] [--quick] [--only rows|gelu|block|dispatch] [--cols N]\n"
-                   "                      [--model FILE.onnx ... [--dtype f16|bf16] [--conv cudnn|cudnn-all|timed|direct] [--steps FILE]]\n";
+                   "                      [--model FILE.onnx ... [--dtype f16|bf16] [--conv cudnn|cudnn-all|depthwise|timed|direct] [--steps FILE]]\n";
       return 2;
     }
   }

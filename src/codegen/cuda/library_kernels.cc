@@ -303,7 +303,7 @@ namespace {
 
 // p: N, C, H, W, O, Cg (w's dim 1), KH, KW, OH, OW, sh, sw, pad top, pad left, dh, dw, groups,
 // has_bias. Transposed: Og (w's dim 1) in place of Cg.
-std::vector<LibraryLaunch> plan_conv(const Node& n, const std::map<std::string, int64_t>& dims) {
+std::vector<LibraryLaunch> plan_conv(const Node& n, const std::map<std::string, int64_t>& dims, bool tiled_depthwise) {
   std::vector<int64_t> x = dims_of(n.inputs[0], dims), w = dims_of(n.inputs[1], dims), out = dims_of(n.outputs[0], dims);
   if (is_channels_last(n)) {  // the same parameters, read from [N, H, W, C]
     x = {x[0], x[3], x[1], x[2]};
@@ -329,8 +329,9 @@ std::vector<LibraryLaunch> plan_conv(const Node& n, const std::map<std::string, 
   // dwconv2d: 32-bit offsets within a plane; a tile of planes and output rows per block.
   KILN_CHECK(x[2] * x[3] <= INT32_MAX && out[2] * out[3] <= INT32_MAX, n.describe(),
              ": a depthwise plane over 2^31 elements");
-  const DepthwiseTile tile = plan_depthwise_tile(out[2], out[3], w[2], w[3], s[0], s[1], d[0], d[1],
-                                                 data_dtype(n) == DType::F64 ? 8 : 4);
+  const DepthwiseTile tile = tiled_depthwise ? plan_depthwise_tile(out[2], out[3], w[2], w[3], s[0], s[1], d[0], d[1],
+                                                                   data_dtype(n) == DType::F64 ? 8 : 4)
+                                             : DepthwiseTile{};
   p.insert(p.end(), {tile.rows_per_band, tile.planes, tile.staged_width, tile.staged_rows, tile.bands});
   if (tile.rows_per_band == 0) return {launch_for(n, prod(out, 0, out.size()), p)};
   const int64_t tiles = (x[0] * x[1] + tile.planes - 1) / tile.planes * tile.bands;
@@ -481,7 +482,8 @@ std::set<std::string> all_library_kernel_names() {
   return names;
 }
 
-std::vector<LibraryLaunch> plan_library_kernel(const Node& n, const std::map<std::string, int64_t>& dims) {
+std::vector<LibraryLaunch> plan_library_kernel(const Node& n, const std::map<std::string, int64_t>& dims,
+                                               bool tiled_depthwise) {
   const std::string why = library_kernel_refusal(n);
   KILN_CHECK(why.empty(), why);
   switch (n.op) {
@@ -499,7 +501,7 @@ std::vector<LibraryLaunch> plan_library_kernel(const Node& n, const std::map<std
     case Op::AvgPool2d: return plan_pool(n, dims);
     case Op::GlobalAvgPool: return plan_global_avgpool(n, dims);
     case Op::Conv2d:
-    case Op::ConvTranspose2d: return plan_conv(n, dims);
+    case Op::ConvTranspose2d: return plan_conv(n, dims, tiled_depthwise);
     case Op::Im2Col: return plan_im2col(n, dims);
     case Op::Det: return plan_det(n, dims);
     case Op::Resize: return plan_resize(n, dims);

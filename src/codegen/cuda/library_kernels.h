@@ -75,7 +75,10 @@ DepthwiseTile plan_depthwise_tile(int64_t oh, int64_t ow, int64_t kh, int64_t kw
 
 // Node n's launches once its dims are bound. Throws kiln::Error naming the node for bad input the
 // reference interpreter also rejects (reflect padding wider than the dim, argmax over an empty axis).
-std::vector<LibraryLaunch> plan_library_kernel(const Node& n, const std::map<std::string, int64_t>& dims);
+// `tiled_depthwise` false: NCHW depthwise convs take dwconv2d's untiled form (one plane a block,
+// inputs from L1; CudaCompileOptions::depthwise_kernel off).
+std::vector<LibraryLaunch> plan_library_kernel(const Node& n, const std::map<std::string, int64_t>& dims,
+                                               bool tiled_depthwise = true);
 
 // Every kernel name of every op in every dtype it takes (for the NVRTC test: all must compile).
 std::set<std::string> all_library_kernel_names();

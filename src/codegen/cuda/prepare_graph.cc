@@ -4,7 +4,6 @@
 #include <optional>
 
 #include "codegen/cuda/attention_kernel.h"
-#include "codegen/cuda/library_kernels.h"
 
 namespace kiln::codegen::cuda {
 
@@ -149,9 +148,8 @@ bool prepare_graph_for_cuda(Graph& g, bool fused_attention) {
     }
     // conv2d + bias -> conv2d, then add: cuDNN writes the product and the bias joins the fused
     // kernel after it (relu, the residual add) instead of one more pass over the output. Only
-    // where cuDNN can take it (symmetric pads); the direct kernels add the bias for free, and
-    // depthwise convs run on Kiln's own (is_depthwise_conv), so they keep theirs.
-    if (n->op == Op::Conv2d && n->inputs.size() == 3 && !is_depthwise_conv(*n)) {
+    // where cuDNN can take it (symmetric pads); the direct kernel adds the bias for free.
+    if (n->op == Op::Conv2d && n->inputs.size() == 3) {
       const std::vector<int64_t>& pads = n->attrs.get_ints("pads");
       if (pads[0] != pads[2] || pads[1] != pads[3]) continue;
       g.set_insertion_point(n);

@@ -203,7 +203,7 @@ void CudaExecutable::plan_library_kernel(const Node& n, const std::map<std::stri
       }
     }
   }
-  for (codegen::cuda::LibraryLaunch& spec : codegen::cuda::plan_library_kernel(n, dims)) {
+  for (codegen::cuda::LibraryLaunch& spec : codegen::cuda::plan_library_kernel(n, dims, options.depthwise_kernel)) {
     StepPlan::LibraryLaunch l;
     l.fn = library_functions_.at(spec.kernel);
     const int64_t threads = 256;  // the kernels' __launch_bounds__

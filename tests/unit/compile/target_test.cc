@@ -56,11 +56,10 @@ TEST(Target, TheCudaPipelineKeepsItsNativeOpsAndEndsWithItsGraphPreparation) {
   EXPECT_EQ(cuda->name(), "cuda");
   OptimizeOptions o = cuda->optimize_options();
   EXPECT_EQ(o.target.native_ops, (std::set<Op>{Op::Attention, Op::Gelu, Op::Silu}));
-  // The graph preparation, depthwise convs channels-last, then folding the constants they wrote.
-  ASSERT_EQ(o.target_passes.size(), 3u);
+  // The graph preparation, then folding the constants it wrote (weight layouts).
+  ASSERT_EQ(o.target_passes.size(), 2u);
   EXPECT_EQ(o.target_passes[0].name, "cuda-prepare-graph");
-  EXPECT_EQ(o.target_passes[1].name, "cuda-channels-last");
-  EXPECT_EQ(o.target_passes[2].name, "cuda-fold-constants");
+  EXPECT_EQ(o.target_passes[1].name, "cuda-fold-constants");
   std::unique_ptr<Graph> g = mixed_graph();
   PassStats stats = optimize(*g, o);
   bool ran = false;
@@ -79,9 +78,11 @@ TEST(Target, TheCudaPipelineKeepsItsNativeOpsAndEndsWithItsGraphPreparation) {
   CudaCompileOptions no_fused;
   no_fused.fused_attention = false;
   EXPECT_EQ(cuda_target(no_fused)->optimize_options().target.native_ops, (std::set<Op>{Op::Gelu, Op::Silu}));
-  CudaCompileOptions cudnn_depthwise;
-  cudnn_depthwise.depthwise_kernel = false;  // cuDNN takes depthwise convs: they stay NCHW
-  EXPECT_EQ(cuda_target(cudnn_depthwise)->optimize_options().target_passes.size(), 2u);
+  CudaCompileOptions own_depthwise;
+  own_depthwise.depthwise_kernel = true;  // Kiln's depthwise kernels: channels-last where it pays
+  const OptimizeOptions with_own = cuda_target(own_depthwise)->optimize_options();
+  ASSERT_EQ(with_own.target_passes.size(), 3u);
+  EXPECT_EQ(with_own.target_passes[1].name, "cuda-channels-last");
 }
 
 TEST(Target, ATargetPassRunsInsideThePassManager) {
