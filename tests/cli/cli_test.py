@@ -288,6 +288,7 @@ def test_errors():
         (["explain", os.path.join(TMP, "missing.onnx")], "no such model file"),
         (["explain", bad_file], "not-a-model.onnx"),
         (["run", "--device", "tpu"], "tpu"),
+        (["run", "--cuda-depthwise"], "--cuda-depthwise needs --device cuda"),
         (["compile"], "--output"),
         (["dump"], "--dir"),
         (["nonsense"], "nonsense"),

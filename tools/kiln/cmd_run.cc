@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "run_compiled.h"
 #include "run_model.h"
+#include "kiln/cuda.h"
 #include "kiln/target.h"
 #include "trace_events.h"
 #include "kernels/cpu/eager.h"
@@ -29,6 +30,7 @@ struct RunOptions {
   double atol = -1;  // < 0: demo::default_tolerances of the output's dtype (demo::tolerances_for)
   double rtol = -1;
   std::string device = "cpu";
+  bool cuda_depthwise = false;  // --cuda-depthwise
   std::string profile;  // Chrome trace-event file
   const Target* target = &cpu_target();  // from --device
 };
@@ -145,10 +147,21 @@ Command add_run_command(CLI::App& parent) {
                   "3e-2 bf16)");
   app->add_option("--device", options->device, "Where to run: cpu (default) or cuda (when this build has it)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
+  app->add_flag("--cuda-depthwise", options->cuda_depthwise,
+                "With --device cuda: depthwise convs on Kiln's register-tiled kernels, channels-last where that "
+                "removes permutes (CudaCompileOptions::depthwise_kernel; not yet the default: docs/cuda.md)");
   app->add_option("--profile", options->profile,
                   "Write a Chrome trace-event file (Perfetto, chrome://tracing): host phases and kernels");
   return Command{app, [options](const GlobalOptions& global) {
                    options->target = &target_named(options->device);
+                   static std::unique_ptr<Target> own_depthwise;
+                   if (options->cuda_depthwise) {
+                     KILN_CHECK(options->device == "cuda", "--cuda-depthwise needs --device cuda");
+                     CudaCompileOptions cuda;
+                     cuda.depthwise_kernel = true;
+                     own_depthwise = cuda_target(cuda);
+                     options->target = own_depthwise.get();
+                   }
                    TraceRecorder recorder;
                    if (!options->profile.empty()) set_active_trace(&recorder);
                    int rc = run_command(*options, global);
