@@ -326,9 +326,10 @@ std::vector<LibraryLaunch> plan_conv(const Node& n, const std::map<std::string, 
     const int64_t tiles = (x[1] + 31) / 32 * ((out[2] + kDepthwiseRows - 1) / kDepthwiseRows) * x[0];
     return {launch_for(n, tiles * kDepthwiseThreads, p)};
   }
-  // dwconv2d: 32-bit offsets within a plane; a tile of planes and output rows per block.
-  KILN_CHECK(x[2] * x[3] <= INT32_MAX && out[2] * out[3] <= INT32_MAX, n.describe(),
-             ": a depthwise plane over 2^31 elements");
+  // dwconv2d: 32-bit offsets within a plane (and a 32-bit loop over it that steps past its end by
+  // up to a block); a tile of planes and output rows per block.
+  KILN_CHECK(x[2] * x[3] <= INT32_MAX - kDepthwiseThreads && out[2] * out[3] <= INT32_MAX - kDepthwiseThreads,
+             n.describe(), ": a depthwise plane over 2^31 - 256 elements");
   const DepthwiseTile tile = tiled_depthwise ? plan_depthwise_tile(out[2], out[3], w[2], w[3], s[0], s[1], d[0], d[1],
                                                                    data_dtype(n) == DType::F64 ? 8 : 4)
                                              : DepthwiseTile{};
