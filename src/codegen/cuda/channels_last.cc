@@ -1,13 +1,13 @@
 // Channels-last depthwise convs and permute sinking (see channels_last.h).
 #include "codegen/cuda/channels_last.h"
 
-#include <cstring>
 #include <numeric>
 #include <memory>
 #include <optional>
 #include <unordered_map>
 
 #include "codegen/cuda/library_kernels.h"
+#include "kiln/interp.h"
 #include "passes/graph_utils.h"
 
 namespace kiln::codegen::cuda {
@@ -34,30 +34,16 @@ Perm inverse(const Perm& p) {
   return inv;
 }
 
-// t (of rank <= perm's, leading 1s implied) permuted: out dim i = in dim perm[i].
+// t (of rank <= perm's, leading 1s implied) permuted: out dim i = in dim perm[i], computed by the
+// reference interpreter's permute.
 std::optional<HostTensor> permute_constant(const HostTensor& t, const Perm& perm) {
-  const size_t rank = perm.size();
-  if (t.rank() > int64_t(rank) || t.dtype() == DType::Str || is_narrow(t.dtype())) return std::nullopt;
-  std::vector<int64_t> in(rank - size_t(t.rank()), 1);
-  in.insert(in.end(), t.shape().begin(), t.shape().end());
-  std::vector<int64_t> out(rank), in_strides(rank, 1);
-  for (size_t i = rank; i-- > 1;) in_strides[i - 1] = in_strides[i] * in[i];
-  for (size_t i = 0; i < rank; ++i) out[i] = in[size_t(perm[i])];
-  HostTensor r = HostTensor::empty(t.dtype(), out);
-  const size_t size = dtype_size(t.dtype());
-  const auto* src = static_cast<const uint8_t*>(t.raw());
-  auto* dst = static_cast<uint8_t*>(r.raw());
-  std::vector<int64_t> at(rank, 0);
-  for (int64_t e = 0; e < r.numel(); ++e) {
-    int64_t offset = 0;
-    for (size_t i = 0; i < rank; ++i) offset += at[i] * in_strides[size_t(perm[i])];
-    std::memcpy(dst + size_t(e) * size, src + size_t(offset) * size, size);
-    for (size_t i = rank; i-- > 0;) {
-      if (++at[i] < out[i]) break;
-      at[i] = 0;
-    }
-  }
-  return r;
+  if (t.rank() > int64_t(perm.size()) || t.dtype() == DType::Str || is_narrow(t.dtype())) return std::nullopt;
+  Shape aligned(perm.size() - size_t(t.rank()), SymInt(1));
+  for (int64_t d : t.shape()) aligned.push_back(SymInt(d));
+  Graph g("permute_constant");
+  Value* v = g.add(Op::Reshape, {g.constant(t)}, {{"shape", aligned}});
+  g.set_outputs({g.add(Op::Permute, {v}, {{"perm", perm}})});
+  return interp::run(g, {})[0];
 }
 
 // Elements a graph moves through permutes of computed values (constants fold away).

@@ -341,6 +341,16 @@ template <class T> __device__ void kl_conv2d(const KilnLibArgs& a) {
 // column (kx outer: rounding may differ from conv2d's row-major order); a tap over padding adds
 // 0 * w (0, or NaN for a non-finite weight, as conv2d). Without a tile (planes too wide for shared
 // memory), a block takes one plane at a time, its threads the plane's outputs, inputs read from L1.
+// One kx of a column of KILN_DW_ROWS outputs: acc[r] += v[r + ky] * w[ky * w_step] over ky, the
+// window v of KILN_DW_ROWS + KH - 1 inputs in registers (both depthwise kernels slide it).
+template <class A, int KH> __device__ inline void kl_dwconv2d_window(const A* v, const A* w, int w_step, A* acc) {
+#pragma unroll
+  for (int ky = 0; ky < KH; ++ky) {
+    const A wv = w[ky * w_step];
+#pragma unroll
+    for (int r = 0; r < KILN_DW_ROWS; ++r) acc[r] += v[r + ky] * wv;
+  }
+}
 template <class T, int KH> __device__ void kl_dwconv2d_column(const typename T::A* col, int Wp, int KW, int dw,
                                                               const typename T::A* wq, typename T::A* acc) {
   typedef typename T::A A;
@@ -348,12 +358,7 @@ template <class T, int KH> __device__ void kl_dwconv2d_column(const typename T::
     A v[KILN_DW_ROWS + KH - 1];
 #pragma unroll
     for (int j = 0; j < KILN_DW_ROWS + KH - 1; ++j) v[j] = col[j * Wp + kx * dw];
-#pragma unroll
-    for (int ky = 0; ky < KH; ++ky) {
-      const A wv = wq[ky * KW + kx];
-#pragma unroll
-      for (int r = 0; r < KILN_DW_ROWS; ++r) acc[r] += v[r + ky] * wv;
-    }
+    kl_dwconv2d_window<typename T::A, KH>(v, wq + kx, KW, acc);
   }
 }
 template <class T> __device__ void kl_dwconv2d(const KilnLibArgs& a) {
@@ -471,12 +476,7 @@ template <class T, int KH> __device__ void kl_dwconv2d_nhwc_column(const typenam
       const int iy = iy0 + j;
       v[j] = iy >= 0 && iy < H ? A(T::ld(x, (row0 + iy) * W * int64_t(C) + int64_t(ix) * C)) : A(0);
     }
-#pragma unroll
-    for (int ky = 0; ky < KH; ++ky) {
-      const A wv = wt[(ky * KW + kx) * 32];
-#pragma unroll
-      for (int r = 0; r < KILN_DW_ROWS; ++r) acc[r] += v[r + ky] * wv;
-    }
+    kl_dwconv2d_window<typename T::A, KH>(v, wt + kx * 32, KW * 32, acc);
   }
 }
 template <class T> __device__ void kl_dwconv2d_nhwc(const KilnLibArgs& a) {

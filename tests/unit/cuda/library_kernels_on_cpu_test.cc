@@ -62,14 +62,18 @@ inline float kiln_h2f(uint16_t) { return NAN; }      // f16 is not emulated
 inline uint16_t kiln_f2h(float) { return 0x7e00; }
 )SHIM";
 
-// Calls kernel `syms[0]` (an index into the kernels below) with grid `syms[1]`, args at bufs[0].
+// Calls kernel `syms[0]` (an index into the kernels below) with grid `syms[1]` and the `syms[2]`
+// parameters from syms[3]; bufs: x, w, bias (or null), y.
 const char* kDriver = R"DRIVER(
 typedef void (*Kernel)(const KilnLibArgs);
 extern "C" void kiln_emulate(void* const* bufs, const int64_t* syms, int, int*) {
   static const Kernel kernels[] = {kiln_lib_dwconv2d_f32, kiln_lib_dwconv2d_nhwc_f32, kiln_lib_dwconv2d_bf16,
                                    kiln_lib_dwconv2d_nhwc_bf16};
   const Kernel k = kernels[syms[0]];
-  const KilnLibArgs& a = *static_cast<const KilnLibArgs*>(bufs[0]);
+  KilnLibArgs a = {};
+  for (int i = 0; i < 3; ++i) a.in[i] = bufs[i];
+  a.out[0] = bufs[3];
+  for (int64_t i = 0; i < syms[2]; ++i) a.p[i] = syms[3 + i];
   blockDim.x = 256;
   gridDim.x = unsigned(syms[1]);
   g_barrier.count = 256;
@@ -89,16 +93,6 @@ extern "C" void kiln_emulate(void* const* bufs, const int64_t* syms, int, int*) 
 
 const std::vector<std::string> kKernels = {"kiln_lib_dwconv2d_f32", "kiln_lib_dwconv2d_nhwc_f32", "kiln_lib_dwconv2d_bf16",
                                            "kiln_lib_dwconv2d_nhwc_bf16"};
-
-// Mirrors KilnLibArgs in the kernel text.
-struct Args {
-  const void* in[8];
-  void* out[2];
-  int64_t p[40];
-  double f[2];
-  int* status;
-  void* scratch;
-};
 
 class Emulator {
  public:
@@ -125,15 +119,14 @@ class Emulator {
     EXPECT_EQ(launches.size(), 1u);
     const codegen::cuda::LibraryLaunch& l = launches[0];
     HostTensor y = HostTensor::empty(n.outputs[0]->type.dtype, n.outputs[0]->type.static_shape());
-    Args a{};
-    for (size_t i = 0; i < inputs.size(); ++i) a.in[i] = inputs[i].raw();
-    a.out[0] = y.raw();
-    for (size_t i = 0; i < l.params.size(); ++i) a.p[i] = l.params[i];
+    void* bufs[4] = {nullptr, nullptr, nullptr, y.raw()};
+    for (size_t i = 0; i < inputs.size(); ++i) bufs[i] = const_cast<void*>(inputs[i].raw());
     const auto kernel = std::find(kKernels.begin(), kKernels.end(), l.kernel);
     EXPECT_NE(kernel, kKernels.end()) << l.kernel;
-    const int64_t syms[2] = {int64_t(kernel - kKernels.begin()), std::clamp<int64_t>((l.points + 255) / 256, 0, 132 * 32)};
-    void* bufs[1] = {&a};
-    run_(bufs, syms, 0, nullptr);
+    std::vector<int64_t> syms = {int64_t(kernel - kKernels.begin()), std::clamp<int64_t>((l.points + 255) / 256, 0, 132 * 32),
+                                 int64_t(l.params.size())};
+    syms.insert(syms.end(), l.params.begin(), l.params.end());
+    run_(bufs, syms.data(), 0, nullptr);
     return y;
   }
 
