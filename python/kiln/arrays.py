@@ -43,7 +43,7 @@ def from_numpy(x, what="input"):
     if not isinstance(x, np.ndarray):
         x = np.asarray(x)
     d = kiln_dtype_of_numpy(x.dtype)
-    x = np.ascontiguousarray(x)
+    x = np.asarray(x, order="C")  # not ascontiguousarray: it turns a 0-d array into shape (1,)
     if d == "bf16":
         x = x.view(np.uint16)
     return x, d

@@ -189,5 +189,74 @@ def test_freeze_bakes_parameters_into_the_compiled_code():
     assert len(parts) == 1 and parts[0].inputs == ["f32[2, 3, 7, 9]"], parts  # weights are not inputs
     kt = fresh()
     with torch.no_grad():
-        kiln.compile(m)(x)
-    assert len([p for r in kt.REPORTS for p in r.partitions][0].inputs) == 5  # default: x and 4 weights
+        kiln.compile(m)(x)  # the default under no_grad: frozen too
+    assert [p for r in kt.REPORTS for p in r.partitions][0].inputs == ["f32[2, 3, 7, 9]"]
+    kt = fresh()
+    with torch.no_grad():
+        kiln.compile(m, options={"freeze": False})(x)
+    assert len([p for r in kt.REPORTS for p in r.partitions][0].inputs) == 5  # x and 4 weights
+    kt = fresh()
+    kiln.compile(m)(x)  # grad enabled: weights stay inputs (they may be trained)
+    assert len([p for r in kt.REPORTS for p in r.partitions][0].inputs) == 5
+
+
+def _conv_bn_net(seed=3):
+    """conv -> batch norm (random statistics: the library's init makes it an identity) -> relu ->
+    1x1 conv -> linear."""
+    g = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    m = torch.nn.Sequential(torch.nn.Conv2d(3, 6, 3, padding=1), torch.nn.BatchNorm2d(6), torch.nn.ReLU(),
+                            torch.nn.Conv2d(6, 4, 1), torch.nn.Flatten(), torch.nn.Linear(4 * 5 * 7, 3))
+    with torch.no_grad():
+        m[1].running_mean.copy_(torch.randn(6, generator=g) * 0.3)
+        m[1].running_var.copy_(torch.rand(6, generator=g) + 0.5)
+        m[1].weight.copy_(torch.rand(6, generator=g) + 0.5)
+        m[1].bias.copy_(torch.randn(6, generator=g) * 0.3)
+    return m.eval()
+
+
+def test_frozen_weights_follow_in_place_updates_and_new_state_dicts():
+    """Frozen parameters and buffers (batch norm statistics) are guarded: after load_state_dict or an
+    in-place write the next call compiles again with the new values, once, and matches eager."""
+    kt = fresh()
+    m = _conv_bn_net()
+    x = torch.randn(2, 3, 5, 7)
+    with torch.no_grad():
+        fn = kiln.compile(m)
+        assert_close(fn(x), m(x))
+        parts = [p for r in kt.REPORTS for p in r.partitions]
+        assert parts[0].inputs == ["f32[2, 3, 5, 7]"], parts  # parameters and running statistics baked in
+        compiles = kt.STATS["kiln_compiles"]
+        m.load_state_dict(_conv_bn_net(seed=4).state_dict())
+        got, want = fn(x), m(x)
+        assert_close(got, want)
+        assert_varies(got)
+        assert kt.STATS["refreezes"] == 1 and kt.STATS["kiln_compiles"] == compiles + 1
+        assert_close(fn(x), want)  # unchanged weights: no further compile
+        assert kt.STATS["refreezes"] == 1
+        m[1].running_var.mul_(3.0)  # one buffer written in place
+        assert_close(fn(x), m(x))
+        m[5].weight.data = torch.randn(3, 4 * 5 * 7)  # a new storage behind the same Parameter
+        assert_close(fn(x), m(x))
+        assert kt.STATS["refreezes"] == 3
+
+
+def test_batch_norm_in_train_mode_under_no_grad_updates_running_statistics():
+    """A graph that writes a buffer in place (train-mode batch norm) keeps that buffer an input."""
+    fresh()
+    m, ref = _conv_bn_net().train(), _conv_bn_net().train()
+    x = torch.randn(4, 3, 5, 7)
+    with torch.no_grad():
+        got, want = kiln.compile(m)(x), ref(x)
+    assert_close(got, want)
+    assert_close(m[1].running_mean, ref[1].running_mean)
+    assert_close(m[1].running_var, ref[1].running_var)
+    assert not torch.equal(m[1].running_mean, _conv_bn_net()[1].running_mean)  # it was updated
+
+
+def test_rank_zero_tensors_keep_their_shape():
+    """A 0-d tensor and Python scalars in ATen arithmetic stay 0-d (they came back as shape (1,))."""
+    fresh()
+    t = torch.tensor(2.5)
+    got = torch.compile(lambda a: a * 3 + 1, backend="kiln")(t)
+    assert got.shape == () and float(got) == 8.5

@@ -3,12 +3,17 @@
 Why: the partitioner cuts the graph into submodules; each supported one becomes this module, which
 hands its tensor inputs to the compiled Executable without copying (CPU) and returns torch tensors
 shaped as the submodule returned them. options["check"] compares every call with eager torch.
+Frozen inputs (module state baked in as constants) are still passed in by the caller; every call
+checks they are the tensors compiled against, unchanged (storage and torch's version counter, which
+in-place writes such as load_state_dict and optimizer steps bump), and compiles again if not.
 """
 import torch
 
 from kiln import _kiln, arrays
 from kiln._kiln import Error
-from kiln.torch_backend.lowering import lower_graph
+from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+from kiln.torch_backend.lowering import constant_array, lower_graph
 
 TOLERANCES = {torch.float32: (1e-4, 1e-4), torch.float64: (1e-7, 1e-7), torch.float16: (1e-2, 1e-2),
               torch.bfloat16: (3e-2, 3e-2)}
@@ -21,12 +26,27 @@ class KilnPartition(torch.nn.Module):
         self.submodule = submodule  # kept for check mode
         self.check = bool(options.get("check", False))
         self.device = options.get("device", "cpu")
-        self.graph, self.positions, self.structure = lower_graph(submodule, name, input_metas, constants)
-        self.executable = _kiln.compile(self.graph, self.device, int(options.get("threads", 0)), True,
-                                        str(options.get("cache_dir", "")))
-        stats["kiln_compiles"] += 1
+        self.options, self.stats, self.metas = options, stats, input_metas
+        names = [n.name for n in submodule.graph.nodes if n.op == "placeholder"]
+        self.frozen = {i: name for i, name in enumerate(names) if constants and name in constants}
+        self._build({name: constants[name] for name in self.frozen.values()})
+
+    def _build(self, constants):
+        """Lowers and compiles with `constants` (placeholder name -> tensor) baked in."""
+        with unset_fake_temporarily():  # the first build runs inside AOTAutograd's fake-tensor mode
+            arrays_of = {name: constant_array(t) for name, t in constants.items()}
+        self.graph, self.positions, self.structure = lower_graph(self.submodule, self.name, self.metas, arrays_of)
+        self.executable = _kiln.compile(self.graph, self.device, int(self.options.get("threads", 0)), True,
+                                        str(self.options.get("cache_dir", "")))
+        self.stats["kiln_compiles"] += 1
+        self.frozen_state = {i: _identity(constants[name]) for i, name in self.frozen.items()}
 
     def forward(self, *args):
+        for i, state in self.frozen_state.items():
+            if _identity(args[i]) != state:
+                self._build({name: args[i] for i, name in self.frozen.items()})
+                self.stats["refreezes"] += 1
+                break
         ins = [arrays.from_torch(args[i]) for i in self.positions]
         out_device = next((args[i].device for i in self.positions), torch.device("cpu"))
         outs = self.executable.run([a for a, _ in ins], [d for _, d in ins])
@@ -44,3 +64,8 @@ class KilnPartition(torch.nn.Module):
                 torch.testing.assert_close(got, want.to(got.device), rtol=rtol, atol=atol, equal_nan=True)
             except AssertionError as e:
                 raise Error(f"check: Kiln partition {self.name} output {i} differs from eager torch: {e}") from None
+
+
+def _identity(t):
+    """What a frozen tensor's guard compares: its storage, layout and torch's version counter."""
+    return t.data_ptr(), t._version, tuple(t.shape), tuple(t.stride()), t.dtype

@@ -162,8 +162,8 @@ class LoweringContext:
 
     def constant(self, array, dtype):
         if dtype == "bf16":
-            return self.cast(self.g.constant(np.ascontiguousarray(array, dtype=np.float32), "f32"), "bf16")
-        return self.g.constant(np.ascontiguousarray(array, dtype=KILN_TO_NUMPY[dtype]), dtype)
+            return self.cast(self.g.constant(np.asarray(array, dtype=np.float32, order="C"), "f32"), "bf16")
+        return self.g.constant(np.asarray(array, dtype=KILN_TO_NUMPY[dtype], order="C"), dtype)
 
     def scalar(self, value, dtype):
         return self.constant(np.array(value), dtype)
