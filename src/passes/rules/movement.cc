@@ -102,7 +102,24 @@ Value* zero_pad(RuleContext&, Node& root) {
 
 }  // namespace
 
+// op(reshape(x)) -> reshape(op(x)) for a unary elementwise op when nothing else reads the reshape.
+// Exact: an elementwise op does not care where an element sits. Why: the op then fuses with x's
+// producer; ATen's linear is a 2-D addmm whose result is viewed back to 3-D before the activation,
+// which left GPT-2's gelu a kernel of its own, outside the matmul's post-ops.
+Value* sink_reshape_below_unary(RuleContext& ctx, Node& root) {
+  Value* v = root.inputs[0];
+  if (v->producer == nullptr || !is_reshape_like(v->producer->op) || v->uses.size() != 1 || ctx.g.is_output(v))
+    return nullptr;
+  Value* y = ctx.g.add(root.op, {v->producer->inputs[0]}, root.attrs);
+  return if_same_type(root, ctx.g.add(Op::Reshape, {y}, {{"shape", result_type(root).shape}}));
+}
+
 void add_movement_rules(RuleTable& t) {
+  for (int i = 0; i < kNumOps; ++i) {
+    const OpInfo& info = op_info(Op(i));
+    if (info.has(kElementwise) && info.max_operands == 1 && info.min_operands == 1 && Op(i) != Op::Cast)
+      t[size_t(i)].push_back({"sink_reshape_below_unary", sink_reshape_below_unary});
+  }
   for (Op op : {Op::Reshape, Op::Squeeze, Op::Unsqueeze, Op::Flatten})
     t[size_t(op)] = {{"same_shape_is_identity", same_shape_is_identity},
                      {"merge_into_one_reshape", merge_into_one_reshape}};

@@ -8,8 +8,8 @@ const std::vector<Rule>& rules_for(Op op) {
     RuleTable t;
     add_arithmetic_rules(t);
     add_cast_rules(t);
-    add_movement_rules(t);
     add_identity_rules(t);
+    add_movement_rules(t);  // last: it appends to the unary ops' lists the others assign
     return t;
   }();
   return table[size_t(op)];
