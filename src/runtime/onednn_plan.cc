@@ -350,10 +350,13 @@ void keep_blocked_chains(const lower::Program& p, std::map<size_t, OnednnStepPla
     }
     if (!ok) continue;
     std::string to;
+    bool written_in_place = false;
     for (const Use& u : v->uses) {  // a concat's sources, by operand (a value may be several)
       auto c = primitive_at.find(u.user);
-      if (c != primitive_at.end() && plans.at(c->second).concat)
-        plans.at(c->second).concat->take_source(size_t(u.operand_index), *plan.blocked());
+      if (c == primitive_at.end() || !plans.at(c->second).concat) continue;
+      eager::onednn::PreparedConcat& concat = *plans.at(c->second).concat;
+      concat.take_source(size_t(u.operand_index), *plan.blocked());
+      written_in_place = written_in_place || concat.writes_in_place(size_t(u.operand_index));
     }
     for (auto [q, residual] : readers) {
       OnednnStepPlan& reader = plans.at(q);
@@ -369,7 +372,8 @@ void keep_blocked_chains(const lower::Program& p, std::map<size_t, OnednnStepPla
       to += str(to.empty() ? "" : ", ", q);
     }
     plan.blocked()->keep_output_blocked();
-    plan.note += str(" (output kept blocked for step", readers.size() > 1 ? "s " : " ", to, ")");
+    plan.note += str(" (output kept blocked for step", readers.size() > 1 ? "s " : " ", to,
+                     written_in_place ? ", written in place into the concat" : "", ")");
   }
 }
 
@@ -491,8 +495,33 @@ void add_layout_plan(std::map<size_t, OnednnStepPlan>& plans, size_t k, const Va
 
 }  // namespace
 
+// Whether the convs of this program should write channel-blocked results (ConvSpec::
+// channel_blocked_dst): when some channel concat joins conv results (SqueezeNet's Fire modules,
+// Inception blocks), which is then no copy at all, and no conv is grouped (depthwise convs, and
+// the channel shuffles around them, run slower blocked).
+bool convs_want_channel_blocks(const lower::Program& p) {
+  bool conv_concat = false;
+  for (const auto& node : p.graph->nodes()) {
+    const Node& n = *node;
+    if (n.op == Op::Conv2d && n.attrs.get_int("groups") != 1) return false;
+    if (n.op != Op::Concat || n.outputs[0]->type.shape.size() != 4) continue;
+    const int64_t axis = n.attrs.get_int("axis");
+    if (axis != 1 && axis != -3) continue;
+    bool from_convs = true;
+    for (const Value* x : n.inputs) {
+      const Value* v = x;
+      while (v->producer != nullptr && has_trait(v->producer->op, kElementwise) && v->producer->inputs.size() == 1)
+        v = v->producer->inputs[0];  // through the conv's activation
+      from_convs = from_convs && v->producer != nullptr && v->producer->op == Op::Conv2d;
+    }
+    conv_concat = conv_concat || from_convs;
+  }
+  return conv_concat;
+}
+
 std::map<size_t, OnednnStepPlan> plan_onednn_steps(lower::Program& p) {
   std::map<size_t, OnednnStepPlan> plans;
+  const bool channel_blocks = convs_want_channel_blocks(p);
   for (size_t k = 0; k < p.steps.size(); ++k) {
     const lower::ProgramStep& step = p.steps[k];
     if (!step.library || step.host) continue;
@@ -502,6 +531,7 @@ std::map<size_t, OnednnStepPlan> plan_onednn_steps(lower::Program& p) {
     BroadcastTest broadcast;
     const Value* y = node.outputs[0];
     if (node.op == Op::Conv2d && (conv = conv_spec_of(node))) {
+      conv->channel_blocked_dst = channel_blocks;
       const int64_t channels = conv->y[1];
       broadcast = [channels](const Value* x) { return is_per_channel(x, channels); };
     } else if (node.op == Op::MatMul && (mm = matmul_spec_of(node))) {

@@ -1,7 +1,9 @@
 // The shared pieces of the oneDNN wrappers (see onednn_common.h and onednn_post_ops.h).
 #include "kernels/cpu/onednn_common.h"
 
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "kiln/error.h"
 
@@ -49,6 +51,21 @@ const dnnl::engine& cpu_engine() {
 bool supports_dtype(DType d) {
   if (d == DType::F32) return true;
   return d == DType::BF16 && dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx512_core;
+}
+
+int64_t channel_block() {
+  static const int64_t block = dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx512_core ? 16 : 8;
+  return block;
+}
+
+bool channel_blocks_wanted(bool planned) {
+  static const std::string forced = [] {
+    const char* v = std::getenv("KILN_ONEDNN_CONV_LAYOUT");
+    return std::string(v ? v : "");
+  }();
+  if (forced == "any") return false;
+  if (forced == "blocked") return true;
+  return planned;
 }
 
 dnnl::post_ops make_post_ops(const std::vector<PostOp>& ops, const dnnl::memory::desc& binary_md) {

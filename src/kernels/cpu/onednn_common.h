@@ -23,6 +23,12 @@ inline dnnl::memory::data_type data_type_of(DType d) {
 // oneDNN can run f32 everywhere; bf16 needs AVX-512 (emulated on avx512_core, native with bf16/AMX).
 bool supports_dtype(DType d);
 
+// The channel block of the conv layouts Kiln prefers: 16 with AVX-512, 8 below (onednn_conv.cc).
+int64_t channel_block();
+// Whether a conv asks for a channel-blocked destination: as the planner decided (`planned`), unless
+// KILN_ONEDNN_CONV_LAYOUT is "any" (never) or "blocked" (always), for comparisons.
+bool channel_blocks_wanted(bool planned);
+
 // The post-op chain; every binary post-op reads a tensor of `binary_md` (broadcast over the output).
 dnnl::post_ops make_post_ops(const std::vector<PostOp>& ops, const dnnl::memory::desc& binary_md);
 

@@ -24,6 +24,9 @@ struct ConvSpec {
   int64_t groups = 1;
   bool has_bias = false;
   std::vector<PostOp> post_ops;
+  // Ask for a channel-blocked destination (nChw16c on AVX-512) where oneDNN would pick another
+  // layout: the planner sets it for models whose convs feed channel concats (onednn_plan.cc).
+  bool channel_blocked_dst = false;
 };
 
 // True when oneDNN can run `spec` at all (dtype, groups); the primitive may still fail to build.

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_common.h"
+#include "kernels/cpu/max_pool_block16.h"
 #include "kernels/cpu/onednn_common.h"
 #include "kiln/error.h"
 
@@ -127,8 +128,11 @@ __attribute__((target_clones("avx2", "default"))) void max_pool_rows(const PoolS
 template <int B, typename T>
 void max_pool_blocked(const PoolSpec& p, const Geometry& gx, const Geometry& gy, const T* x, T* y) {
   const int64_t rows = p.y[0] * ((p.y[1] + B - 1) / B) * p.y[2];
-  detail::parallel_ranges(rows, p.y[3] * p.kernel[0] * p.kernel[1] * B,
-                          [&](int64_t begin, int64_t end) { max_pool_rows<B>(p, gx, gy, x, y, begin, end); });
+  const bool avx512 = B == 16 && max_pool_block16_available();
+  detail::parallel_ranges(rows, p.y[3] * p.kernel[0] * p.kernel[1] * B, [&](int64_t begin, int64_t end) {
+    if (avx512) max_pool_block16_rows(p, gx, gy, x, y, begin, end);
+    else max_pool_rows<B>(p, gx, gy, x, y, begin, end);
+  });
 }
 
 // The same over a channels-last layout (nhwc: the channels of a pixel adjacent, oneDNN's choice for
