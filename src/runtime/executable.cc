@@ -89,7 +89,7 @@ std::vector<HostTensor> CompiledExecutable::run(const std::vector<HostTensor>& i
       case BufferSlot::kOutput: {
         HostTensor& t = results[size_t(slot.index)];
         if (t.is_tensor() && (!t.defined() || t.raw() == nullptr))
-          t = HostTensor::empty(v->type.dtype, eval_shape(v->type.shape, bindings));
+          t = outputs_.take(v->type.dtype, eval_shape(v->type.shape, bindings));
         return t.raw();
       }
       case BufferSlot::kHeld: {

@@ -18,6 +18,7 @@
 #include "lower/memory_plan.h"
 #include "lower/program.h"
 #include "runtime/onednn_plan.h"
+#include "runtime/output_pool.h"
 
 namespace kiln::runtime {
 
@@ -55,6 +56,7 @@ class CompiledExecutable : public Executable, public lower::Program {
   std::map<std::vector<int64_t>, lower::MemoryPlan> plans_;
   std::vector<lower::BufferRequest> last_requests_;
   std::map<const Value*, HostTensor> held_;  // kernel-written held buffers, kept across runs (no page faults)
+  OutputPool outputs_;                        // output buffers the caller dropped, reused (no page faults)
   std::unique_ptr<uint8_t[], void (*)(uint8_t*)> arena_{nullptr, [](uint8_t* p) { ::operator delete[](p, std::align_val_t(64)); }};
   int64_t arena_capacity_ = 0;
   mutable std::mutex run_mutex_;  // one run at a time: the arena is shared
