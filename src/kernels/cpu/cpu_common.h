@@ -47,6 +47,7 @@ extern const KernelFamily kMovementFamily;
 extern const KernelFamily kConvFamily;
 extern const KernelFamily kAttentionFamily;
 extern const KernelFamily kPoolFamily;
+extern const KernelFamily kTopKFamily;
 
 // Ops whose fast kernel returns the input's storage under a new shape (Ran::kView), so run_op
 // does not allocate their outputs (movement.cc).
