@@ -24,6 +24,9 @@
 namespace kiln::eager::detail {
 namespace {
 
+// A row at least this long is split over the threads when there are fewer rows than threads.
+constexpr int64_t kSegmentedRow = 32768;
+
 struct Candidate {
   uint64_t key;
   int64_t index;
@@ -140,12 +143,66 @@ void select_f32_row(const float* row, int64_t n, bool largest, Selection& sel) {
   for (; s < n; ++s) sel.offer(order_of(row, s), s);
 }
 
+// Scans row[0, n) into `sel` (indices relative to row).
+template <typename T>
+void select_row(const T* row, int64_t n, bool largest, Selection& sel) {
+  if constexpr (std::is_same_v<T, float>) {
+    select_f32_row(row, n, largest, sel);
+  } else {
+    for (int64_t s = 0; s < n; ++s) sel.offer(order_of(row, s), s);
+  }
+}
+
+template <typename T>
+void write_row(const std::vector<Candidate>& best, const T* row, int64_t k, int64_t o, int64_t i, int64_t inner,
+               T* values, int64_t* indices) {
+  for (int64_t j = 0; j < k; ++j) {
+    const int64_t at = (o * k + j) * inner + i;
+    values[at] = row[best[size_t(j)].index];
+    indices[at] = best[size_t(j)].index;
+  }
+}
+
+// Fewer rows than threads (a decode step's one row of logits): each contiguous row is cut into
+// segments selected in parallel, then the segments' candidates are merged. The order of (key,
+// index) is global, so the merge gives the one-pass result.
+template <typename T>
+void topk_segmented(const T* x, T* values, int64_t* indices, int64_t rows, int64_t dim, int64_t k, bool largest,
+                    int64_t segments) {
+  std::vector<std::vector<Candidate>> parts(size_t(rows * segments));
+#pragma omp parallel for schedule(static)
+  for (int64_t p = 0; p < rows * segments; ++p) {
+    const int64_t r = p / segments, seg = p % segments;
+    const int64_t lo = dim * seg / segments, hi = dim * (seg + 1) / segments;
+    Selection sel(std::min(k, hi - lo), largest);
+    select_row(x + r * dim + lo, hi - lo, largest, sel);
+    parts[size_t(p)] = sel.finish();
+    for (Candidate& c : parts[size_t(p)]) c.index += lo;
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<Candidate> all;
+    for (int64_t seg = 0; seg < segments; ++seg) {
+      const std::vector<Candidate>& part = parts[size_t(r * segments + seg)];
+      all.insert(all.end(), part.begin(), part.end());
+    }
+    std::nth_element(all.begin(), all.begin() + (k - 1), all.end(), Before{});
+    all.resize(size_t(k));
+    std::sort(all.begin(), all.end(), Before{});
+    write_row(all, x + r * dim, k, r, 0, 1, values, indices);
+  }
+}
+
 template <typename T>
 void topk_rows(const KernelArgs& a, int64_t outer, int64_t dim, int64_t inner, int64_t k, bool largest) {
   const T* x = a.in[0].data<T>();
   T* values = a.out[0].data<T>();
   int64_t* indices = a.out[1].data<int64_t>();
-  parallel_ranges(outer * inner, dim, [&](int64_t begin, int64_t end) {
+  const int64_t threads = omp_get_max_threads(), rows = outer * inner;
+  if (inner == 1 && rows < threads && dim >= kSegmentedRow && k * threads * 8 <= dim && !omp_in_parallel()) {
+    topk_segmented(x, values, indices, rows, dim, k, largest, (threads + rows - 1) / rows);
+    return;
+  }
+  parallel_ranges(rows, dim, [&](int64_t begin, int64_t end) {
     Selection sel(k, largest);
     std::vector<T> strided;  // a row along a non-innermost axis, gathered
     for (int64_t r = begin; r < end; ++r) {
@@ -157,17 +214,8 @@ void topk_rows(const KernelArgs& a, int64_t outer, int64_t dim, int64_t inner, i
         row = strided.data();
       }
       sel.reset();
-      if constexpr (std::is_same_v<T, float>) {
-        select_f32_row(row, dim, largest, sel);
-      } else {
-        for (int64_t s = 0; s < dim; ++s) sel.offer(order_of(row, s), s);
-      }
-      const std::vector<Candidate>& best = sel.finish();
-      for (int64_t j = 0; j < k; ++j) {
-        const int64_t at = (o * k + j) * inner + i;
-        values[at] = row[best[size_t(j)].index];
-        indices[at] = best[size_t(j)].index;
-      }
+      select_row(row, dim, largest, sel);
+      write_row(sel.finish(), row, k, o, i, inner, values, indices);
     }
   });
 }

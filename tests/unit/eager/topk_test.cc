@@ -93,5 +93,26 @@ TEST(EagerTopK, NaNInfinitiesAndSignedZeros) {
   for (bool largest : {true, false}) expect_topk_matches(zeros, 7, -1, largest, "signed zeros");
 }
 
+// One long row (a decode step's logits) is cut into segments selected on several threads and
+// merged: ties across segment borders and special values must come out as in one pass.
+TEST(EagerTopK, OneLongRowSplitOverThreads) {
+  const int before = eager::num_threads();
+  for (int threads : {2, 3}) {
+    eager::set_num_threads(threads);
+    SCOPED_TRACE(str(threads, " threads"));
+    HostTensor x = HostTensor::random(DType::F32, {1, 100003}, 21, -4, 4);
+    HostTensor ties = HostTensor::empty(DType::F32, {2, 65537});
+    for (int64_t i = 0; i < ties.numel(); ++i) ties.data<float>()[i] = float((i * 7919) % 11);
+    for (int64_t i = 0; i < x.numel(); i += 4999) x.data<float>()[i] = std::numeric_limits<float>::quiet_NaN();
+    for (int64_t k : {1, 50, 1024})
+      for (bool largest : {true, false}) {
+        expect_topk_matches(x, k, -1, largest, "one row with NaN");
+        expect_topk_matches(ties, k, -1, largest, "two rows of ties");
+      }
+    expect_topk_matches(HostTensor::random(DType::I64, {1, 70001}, 5, -9, 9), 33, -1, true, "i64 ties");
+  }
+  eager::set_num_threads(before);
+}
+
 }  // namespace
 }  // namespace kiln::testing
