@@ -55,6 +55,7 @@ inline uint64_t int_order(int64_t v) { return uint64_t(v) ^ (uint64_t(1) << 63);
 template <typename T>
 inline uint64_t order_of(const T* row, int64_t s) {
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) return float_order(double(row[s]));
+  else if constexpr (is_half_like_v<T>) return float_order(double(to_float(row[s])));
   else return int_order(int64_t(row[s]));
 }
 
@@ -234,13 +235,16 @@ Ran run_topk(const KernelArgs& a) {
     case DType::F64: topk_rows<double>(a, outer, dim, inner, k, largest); break;
     case DType::I32: topk_rows<int32_t>(a, outer, dim, inner, k, largest); break;
     case DType::I64: topk_rows<int64_t>(a, outer, dim, inner, k, largest); break;
+    case DType::F16: topk_rows<Half>(a, outer, dim, inner, k, largest); break;
+    case DType::BF16: topk_rows<BFloat16>(a, outer, dim, inner, k, largest); break;
     default: return Ran::kNotHandled;
   }
   return Ran::kNative;
 }
 
 bool topk_supports(Op op, DType dtype) {
-  return op == Op::TopK && (dtype == DType::F32 || dtype == DType::F64 || dtype == DType::I32 || dtype == DType::I64);
+  return op == Op::TopK && (dtype == DType::F32 || dtype == DType::F64 || dtype == DType::F16 || dtype == DType::BF16 ||
+                            dtype == DType::I32 || dtype == DType::I64);
 }
 
 }  // namespace
