@@ -145,3 +145,34 @@ def _topk(ctx, node):
     rank = meta_val(x).dim()
     return ctx.op_multi("topk", [ctx.v(x)], k=int(k), axis=dim % rank if rank else 0,
                         largest=int(largest is None or bool(largest)), sorted=1)
+
+
+def _sort_args(node):
+    """(x, dim, descending) of aten.sort.default (x, dim, descending) or aten.sort.stable (x, *,
+    stable, dim, descending)."""
+    if node.target == aten.sort.stable:
+        return node.args[0], node.kwargs.get("dim", -1), bool(node.kwargs.get("descending", False))
+    args = list(node.args) + [None] * 3
+    return args[0], -1 if args[1] is None else args[1], bool(args[2])
+
+
+def _sort_check(node):
+    x, dim, _ = _sort_args(node)
+    shape = meta_val(x).shape
+    if not shape:
+        return "sort of a 0-d tensor"
+    if not isinstance(shape[dim], int):
+        return "sort along a symbolic dimension"
+    return None
+
+
+@lowers(aten.sort.default, aten.sort.stable, check=_sort_check, outputs="all")
+def _sort(ctx, node):
+    """A full, stable sort is topk with k = the dim's size: ascending is the k smallest, descending
+    the k largest; ties keep the lower index first (stable=True's order, a valid one for
+    stable=False) and NaN sorts as the largest value, as in torch."""
+    x, dim, descending = _sort_args(node)
+    rank = meta_val(x).dim()
+    return ctx.op_multi("topk", [ctx.v(x)], k=int(meta_val(x).shape[dim]), axis=dim % rank,
+                        largest=int(descending), sorted=1)
+
