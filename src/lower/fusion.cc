@@ -90,12 +90,39 @@ struct Scheduler {
     // A reduction: its operand must be a full-level value of this group over the same axes.
     const Value* x = n->inputs[0];
     *row = true;
+    if (opt.tails_fold_into_library_calls && library_tail_stored(grp, n))
+      return "the group is the elementwise tail of a conv/matmul and is stored anyway: it folds into the "
+             "library call, and the reduction reads its result";
     if (grp.row_level.count(x))
       return "would recompute a reduction (its operand is itself a reduction result of this group)";
     if (!(x->type.shape == grp.space)) return "different iteration space";
     if (grp.has_reduction && reduction_mask(*n) != grp.reduced)
       return "different iteration space (reduces other axes than the group's reductions)";
     return "";
+  }
+
+  // Whether grp is all elementwise, reads a conv's or matmul's result, and some value of it has a
+  // reader other than grp's members and the reduction r (so it is stored whatever r does).
+  bool library_tail_stored(const FusionGroup& grp, const Node* r) const {
+    if (grp.has_reduction) return false;
+    bool after_library = false;
+    for (const Node* m : grp.nodes) {
+      if (kinds.at(m) != NodeKind::kPointwise) return false;
+      for (const Value* in : m->inputs) {
+        auto it = s.group_of.find(s.storage_of(in));
+        if (it == s.group_of.end() || !s.groups[size_t(it->second)].library) continue;
+        const Op op = s.groups[size_t(it->second)].nodes[0]->op;
+        after_library = after_library || op == Op::Conv2d || op == Op::MatMul;
+      }
+    }
+    if (!after_library) return false;
+    for (const Node* m : grp.nodes)
+      for (const Value* out : m->outputs) {
+        if (g.is_output(out)) return true;
+        for (const Use& u : out->uses)
+          if (u.user != r && std::find(grp.nodes.begin(), grp.nodes.end(), u.user) == grp.nodes.end()) return true;
+      }
+    return false;
   }
 
   void visit_fusable(const Node* n) {

@@ -48,6 +48,12 @@ struct ScheduleOptions {
   // Attention's q, k and v may be read through an unmaterialised strided view (the CUDA fused
   // kernel takes strides; strided_view.h) instead of a copy.
   bool attention_reads_views = false;
+  // A reduction does not join an elementwise group that reads a conv's or matmul's result when that
+  // group's values are stored anyway: the elementwise tail then folds into the library call as its
+  // post-ops (the CPU target's oneDNN plan), and the reduction reads the stored result. Why: a
+  // squeeze-excite block's activation + global pool as one kernel of two outputs kept the
+  // activation out of the conv (MobileNetV3, EfficientNet), costing a write and a read of the tensor.
+  bool tails_fold_into_library_calls = false;
   // Whether a generated kernel can compute node n (else it becomes a library call).
   std::function<bool(const Node&)> can_generate;
 };

@@ -133,6 +133,7 @@ std::shared_ptr<runtime::CompiledExecutable> lower_graph(const Graph& input, con
   lower::ScheduleOptions so;
   so.fuse = opt.fuse;
   so.attention_reads_views = opt.attention_reads_views;
+  so.tails_fold_into_library_calls = cpu_rows && opt.onednn;  // the CPU target folds them into oneDNN post-ops
   so.can_generate = can_generate;
   exe->schedule = lower::schedule(g, so);
   const lower::Schedule& s = exe->schedule;

@@ -223,6 +223,40 @@ TEST(OnednnConv, ConvChainsStayBlocked) {
   }
 }
 
+// A squeeze-excite block: depthwise conv -> hardswish, read by a global average pool and by the
+// multiply with the excitation. The hardswish folds into the conv's post-ops and the pool reads
+// its result (ScheduleOptions::tails_fold_into_library_calls); before, activation + pool were one
+// kernel of two outputs and the conv's raw result was written and read once more.
+TEST(OnednnConv, SqueezeExciteActivationFoldsIntoTheConv) {
+  for (bool other_reader : {true, false}) {
+    SCOPED_TRACE(other_reader ? "activation read by the pool and the excitation" : "activation read by the pool only");
+    auto g = std::make_unique<Graph>("se");
+    Value* x = g->add_input("x", f32({1, 24, 13, 11}));
+    Value* w = g->constant(HostTensor::random(DType::F32, {24, 1, 3, 3}, 5, -0.5, 0.5));
+    Value* b = g->constant(HostTensor::random(DType::F32, {24}, 6, -1, 1));
+    Value* conv = g->add(Op::Conv2d, {x, w, b},
+                         {{"strides", std::vector<int64_t>{1, 1}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+                          {"dilations", std::vector<int64_t>{1, 1}}, {"groups", int64_t(24)}});
+    // hardswish as the ONNX importer writes it: x * clamp(x / 6 + 0.5, 0, 1)
+    Value* lin = g->add(Op::Add, {g->add(Op::Mul, {conv, g->scalar(DType::F32, 1.0 / 6.0)}), g->scalar(DType::F32, 0.5)});
+    Value* hs = g->add(Op::Mul, {conv, g->add(Op::Clamp, {lin}, {{"min", 0.0}, {"max", 1.0}})});
+    Value* pooled = g->add(Op::ReduceMean, {hs}, {{"axes", std::vector<int64_t>{2, 3}}, {"keepdim", int64_t(1)}});
+    Value* gate = g->add(Op::Sigmoid, {pooled});
+    g->set_outputs({other_reader ? g->add(Op::Mul, {hs, gate}) : gate});
+    auto exe = compile(*g, test_options());
+    std::vector<HostTensor> in{HostTensor::random(DType::F32, {1, 24, 13, 11}, 7, -4, 4)};
+    expect_matches_interpreter(*g, in, *exe, "squeeze-excite");
+    const std::string explain = exe->explain();
+    const std::string steps = explain.substr(explain.find("steps:"), explain.find("== Loop IR") - explain.find("steps:"));
+    if (other_reader) {
+      EXPECT_NE(steps.find("post-ops [hardswish]"), std::string::npos) << steps;
+      EXPECT_NE(explain.find("folds into the library call, and the reduction reads its result"), std::string::npos);
+    } else {  // nothing else reads the activation: it stays the pool's prologue, never stored
+      EXPECT_EQ(steps.find("post-ops [hardswish]"), std::string::npos) << steps;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kiln::testing
 
