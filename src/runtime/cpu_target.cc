@@ -8,6 +8,7 @@
 #include "kernels/cpu/eager.h"
 #include "kiln/error.h"
 #include "kiln/target.h"
+#include "lower/split_views.h"
 
 namespace kiln {
 
@@ -22,6 +23,13 @@ class CpuTarget final : public Target {
   }
   std::vector<HostTensor> run_eager(const Graph& g, const std::vector<HostTensor>& inputs, Scoreboard* sb) const override {
     return eager::run_graph(g, inputs, sb);
+  }
+  // split becomes slices (views the generated kernels read through, lower/split_views.h).
+  OptimizeOptions optimize_options() const override {
+    OptimizeOptions o = Target::optimize_options();
+    o.target_passes.push_back({"cpu-split-to-slices", "split into slices (views): pieces read by generated kernels are not copied",
+                               [](Graph& g) { return lower::split_into_slices(g); }});
+    return o;
   }
   double copy_gbps(int64_t bytes, int repeats) const override;
   Ceilings ceilings() const override {

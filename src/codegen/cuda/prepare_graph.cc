@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "codegen/cuda/attention_kernel.h"
+#include "lower/split_views.h"
 
 namespace kiln::codegen::cuda {
 
@@ -161,24 +162,8 @@ bool prepare_graph_for_cuda(Graph& g, bool fused_attention) {
       changed = true;
       continue;
     }
-    if (n->op != Op::Split) continue;
-    changed = true;
-    int64_t rank = n->inputs[0]->type.rank();
-    int64_t axis = n->attrs.get_int("axis");
-    if (axis < 0) axis += rank;
-    std::vector<int64_t> sizes = n->attrs.get_ints("sizes");
-    g.set_insertion_point(n);
-    int64_t start = 0;
-    for (size_t i = 0; i < n->outputs.size(); ++i) {
-      Value* piece = g.add(Op::Slice, {n->inputs[0]},
-                           {{"starts", std::vector<int64_t>{start}}, {"ends", std::vector<int64_t>{start + sizes[i]}},
-                            {"axes", std::vector<int64_t>{axis}}});
-      g.replace_all_uses(n->outputs[i], piece);
-      start += sizes[i];
-    }
-    g.set_insertion_point(nullptr);
-    g.erase_node(n);
   }
+  changed |= lower::split_into_slices(g);
   if (fused_attention) changed |= write_heads_last(g);
   return changed;
 }

@@ -54,8 +54,16 @@ OpDecision observed_on_cpu(const OpSample& s, std::string* detail) {
   for (const Node* n : low->graph->node_list())
     if (n->op == s.op) survivor = n;
   if (!survivor) {
-    *detail = "rewritten away";
-    return OpDecision::Decompose;
+    // A target pass's rewrite into index views (split -> slices, cpu-split-to-slices) is the
+    // Kernel decision: the generated kernels read the pieces through index maps.
+    OptimizeOptions without_target_passes = cpu_target().optimize_options();
+    without_target_passes.target_passes.clear();
+    std::unique_ptr<Graph> plain = build_sample_graph(s);
+    optimize(*plain, without_target_passes);
+    bool survives = false;
+    for (const Node* n : plain->node_list()) survives = survives || n->op == s.op;
+    *detail = survives ? "rewritten by a target pass" : "rewritten away";
+    return survives ? OpDecision::Kernel : OpDecision::Decompose;
   }
   const OpInfo& info = survivor->info();
   if (survivor->op == Op::Constant || info.has(kSubgraph) || info.has(kContainer) || survivor->has_string_values()) {

@@ -36,7 +36,13 @@ TEST(Target, CompileForOnTheCpuMatchesTheInterpreterAndReportsTheOptimizer) {
   auto exe = compile_for(*g, cpu_target(), test_options(), how);
   ASSERT_NE(report.optimized, nullptr);
   EXPECT_GT(report.pass_stats.runs.size(), 0u);
-  for (const auto& n : report.optimized->nodes()) EXPECT_NE(n->op, Op::Softmax) << "the CPU decomposes softmax";
+  for (const auto& n : report.optimized->nodes()) {
+    EXPECT_NE(n->op, Op::Softmax) << "the CPU decomposes softmax";
+    EXPECT_NE(n->op, Op::Split) << "cpu-split-to-slices: the halves are slices the kernels read through";
+  }
+  ASSERT_EQ(cpu_target().optimize_options().target_passes.size(), 1u);
+  EXPECT_EQ(cpu_target().optimize_options().target_passes[0].name, "cpu-split-to-slices");
+  EXPECT_EQ(exe->stats().library_calls, 0) << "no copy of the split's pieces";
   for (uint64_t seed : {1u, 2u}) {
     std::vector<HostTensor> in = {HostTensor::random(DType::F32, {3, 10}, seed, -3, 3)};
     EXPECT_EQ(compare_tensors(exe->run(in).at(0), interp::run(*g, in).at(0)), "");
