@@ -9,24 +9,14 @@ import argparse
 import datetime
 import os
 import platform
-import statistics
 import sys
-import time
 
 import numpy as np
 
+from cpu_models import median_ms  # median of repeated calls after two warm-ups
+
 SHAPES = [(1, 256000), (64, 256000), (256, 128000)]
 KS = [1, 50, 1024]
-
-
-def median_ms(fn, repeats):
-    fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
 
 
 def kiln_topk(rows, n, k):
@@ -79,7 +69,7 @@ def main():
     text = (f"# Top-k on the CPU: Kiln vs torch.topk and numpy ({datetime.date.today()})\n\n"
             f"Machine: {cpu}, {os.cpu_count()} cores, {platform.platform()}; {a.threads} threads "
             f"(torch.set_num_threads, Kiln's executable). Command: `{' '.join(sys.argv)}`. Medians of "
-            f"{a.repeats} calls after one warm-up; f32 standard-normal rows, k largest, sorted. "
+            f"{a.repeats} calls after two warm-ups; f32 standard-normal rows, k largest, sorted. "
             "'same as torch': values identical, and indices identical except among equal values (ties: Kiln puts the lower index first).\n\n" + "\n".join(rows_md) + "\n")
     print(text)
     if a.out:

@@ -23,13 +23,6 @@ KILN_AVX512 inline void store16(uint16_t* p, __m512 v) {  // exact: every lane i
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), narrow);
 }
 
-// The taps [k0, k1) of a window starting at `origin` that fall inside [0, extent).
-inline void taps_inside(int64_t origin, int64_t kernel, int64_t dilation, int64_t extent, int64_t& k0, int64_t& k1) {
-  k0 = 0, k1 = kernel;
-  while (k0 < k1 && origin + k0 * dilation < 0) ++k0;
-  while (k1 > k0 && origin + (k1 - 1) * dilation >= extent) --k1;
-}
-
 template <typename T>
 KILN_AVX512 void rows(const PoolSpec& p, const Geometry& gx, const Geometry& gy, const T* x, T* y, int64_t begin,
                       int64_t end) {
@@ -42,11 +35,11 @@ KILN_AVX512 void rows(const PoolSpec& p, const Geometry& gx, const Geometry& gy,
     T* yrow = y + n * gy.stride[0] + cb * gy.stride[1] + oy * gy.stride[2];
     const int64_t y0 = oy * p.strides[0] - p.pads[0];
     int64_t ky0, ky1;
-    taps_inside(y0, p.kernel[0], p.dilations[0], p.x[2], ky0, ky1);
+    pool_taps_inside(y0, p.kernel[0], p.dilations[0], p.x[2], ky0, ky1);
     for (int64_t ox = 0; ox < OW; ++ox) {
       const int64_t x0 = ox * p.strides[1] - p.pads[1];
       int64_t kx0, kx1;
-      taps_inside(x0, p.kernel[1], p.dilations[1], p.x[3], kx0, kx1);
+      pool_taps_inside(x0, p.kernel[1], p.dilations[1], p.x[3], kx0, kx1);
       __m512 acc = lowest;
       for (int64_t ky = ky0; ky < ky1; ++ky) {
         const T* src_row = xplane + (y0 + ky * p.dilations[0]) * gx.stride[2];

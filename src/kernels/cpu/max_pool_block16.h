@@ -11,6 +11,15 @@
 
 namespace kiln::eager::onednn {
 
+// The taps [k0, k1) of a pooling window starting at `origin` (taps `dilation` apart) that fall
+// inside [0, extent); shared with the portable loops of onednn_pool.cc.
+inline void pool_taps_inside(int64_t origin, int64_t kernel, int64_t dilation, int64_t extent, int64_t& k0,
+                             int64_t& k1) {
+  k0 = 0, k1 = kernel;
+  while (k0 < k1 && origin + k0 * dilation < 0) ++k0;
+  while (k1 > k0 && origin + (k1 - 1) * dilation >= extent) --k1;
+}
+
 // Whether this CPU runs the AVX-512 rows below.
 bool max_pool_block16_available();
 

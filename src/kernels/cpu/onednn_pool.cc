@@ -65,14 +65,6 @@ void store1(uint16_t* p, float v) {
   *p = uint16_t(bits >> 16);
 }
 
-// The taps [k0, k1) of a window starting at `origin` (kernel taps `dilation` apart) that fall
-// inside [0, extent).
-void taps_inside(int64_t origin, int64_t kernel, int64_t dilation, int64_t extent, int64_t& k0, int64_t& k1) {
-  k0 = 0, k1 = kernel;
-  while (k0 < k1 && origin + k0 * dilation < 0) ++k0;
-  while (k1 > k0 && origin + (k1 - 1) * dilation >= extent) --k1;
-}
-
 // y = max over each window, NaN when the window holds one (as the reference); -inf never escapes,
 // as every window starts inside the input (supports()). The lanes of a channel block (B = 8 or 16)
 // are independent and run as vectors; a plain layout (B = 1) walks one channel at a time.
@@ -87,11 +79,11 @@ __attribute__((target_clones("avx2", "default"))) void max_pool_rows(const PoolS
     T* yrow = y + n * gy.stride[0] + cb * gy.stride[1] + oy * gy.stride[2];
     const int64_t y0 = oy * p.strides[0] - p.pads[0];
     int64_t ky0, ky1;  // the window's rows inside the input
-    taps_inside(y0, p.kernel[0], p.dilations[0], p.x[2], ky0, ky1);
+    pool_taps_inside(y0, p.kernel[0], p.dilations[0], p.x[2], ky0, ky1);
     for (int64_t ox = 0; ox < OW; ++ox) {
       const int64_t x0 = ox * p.strides[1] - p.pads[1];
       int64_t kx0, kx1;
-      taps_inside(x0, p.kernel[1], p.dilations[1], p.x[3], kx0, kx1);
+      pool_taps_inside(x0, p.kernel[1], p.dilations[1], p.x[3], kx0, kx1);
       T* out = yrow + ox * gy.stride[3];
       if constexpr (B == 1) {
         float acc = -std::numeric_limits<float>::infinity();
@@ -147,11 +139,11 @@ __attribute__((target_clones("avx2", "default"))) void max_pool_channels_last_ro
     const T* ximage = x + n * gx.stride[0];
     const int64_t y0 = oy * p.strides[0] - p.pads[0];
     int64_t ky0, ky1;  // the window's rows inside the input
-    taps_inside(y0, p.kernel[0], p.dilations[0], p.x[2], ky0, ky1);
+    pool_taps_inside(y0, p.kernel[0], p.dilations[0], p.x[2], ky0, ky1);
     for (int64_t ox = 0; ox < OW; ++ox) {
       const int64_t x0 = ox * p.strides[1] - p.pads[1];
       int64_t kx0, kx1;
-      taps_inside(x0, p.kernel[1], p.dilations[1], p.x[3], kx0, kx1);
+      pool_taps_inside(x0, p.kernel[1], p.dilations[1], p.x[3], kx0, kx1);
       T* out = y + n * gy.stride[0] + oy * gy.stride[2] + ox * gy.stride[3];
       for (int64_t c = 0; c < vec_c; c += 4) {
         Lanes acc = Lanes{} - std::numeric_limits<float>::infinity();
