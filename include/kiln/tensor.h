@@ -250,6 +250,23 @@ Tensor cumsum(const Tensor& x, int64_t axis, bool exclusive = false, bool revers
 // The k largest (or smallest) along axis: {values, i64 indices}, ties by lower index.
 std::vector<Tensor> topk(const Tensor& x, int64_t k, int64_t axis = -1, bool largest = true,
                          bool sorted = true);
+// Stable sort along axis: {values, i64 indices}; ties keep index order, NaN sorts as the largest.
+std::vector<Tensor> sort(const Tensor& x, int64_t axis = -1, bool descending = false);
+Tensor argsort(const Tensor& x, int64_t axis = -1, bool descending = false);  // sort's indices
+
+// What `sample` does to each row of logits (docs/sampling.md); the defaults leave the distribution
+// as it is. temperature 0 is greedy; top_k 0, top_p 1 and min_p 0 are off.
+struct SampleOptions {
+  double temperature = 1;
+  int64_t top_k = 0;
+  double top_p = 1, min_p = 0;
+  double repetition_penalty = 1, frequency_penalty = 0, presence_penalty = 0;
+};
+// One i64 token per row of [B, V] logits, drawn reproducibly from (seeds[b], steps[b]) ([B] i64).
+// `per_row` optionally overrides options per row, in the op's operand order: temperature [B] f32,
+// top_k [B] i64, top_p [B] f32, min_p [B] f32, penalty_ids [B, L] i64 (a prefix of them).
+Tensor sample(const Tensor& logits, const Tensor& seeds, const Tensor& steps, const SampleOptions& options = {},
+              const std::vector<Tensor>& per_row = {});
 
 // ---- movement ----
 

@@ -1,6 +1,9 @@
 // Index helpers shared by the reference kernels: kept tiny and explicit so that every kernel's
 // addressing can be checked by reading it.
+#include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <numeric>
 
 #include "interp/ref_kernels.h"
 #include "kiln/error.h"
@@ -48,6 +51,35 @@ int64_t ravel_index(const std::vector<int64_t>& coords, const std::vector<int64_
 int normalize_axis(int64_t axis, int rank, const char* what) {
   KILN_CHECK(axis >= -rank && axis < rank, what, " ", axis, " is out of range for rank ", rank);
   return int(axis < 0 ? axis + rank : axis);
+}
+
+void split_at_axis(const std::vector<int64_t>& shape, int axis, int64_t& outer, int64_t& dim, int64_t& inner) {
+  outer = 1, inner = 1;
+  for (int i = 0; i < axis; ++i) outer *= shape[size_t(i)];
+  dim = shape[size_t(axis)];
+  for (size_t i = size_t(axis) + 1; i < shape.size(); ++i) inner *= shape[i];
+}
+
+std::vector<int64_t> sorted_positions(const HostTensor& x, int64_t base, int64_t stride, int64_t dim, bool largest) {
+  std::vector<int64_t> order(static_cast<size_t>(dim));
+  std::iota(order.begin(), order.end(), 0);
+  // "before" for the largest-first order; the smallest-first order swaps the operands.
+  auto sort_by = [&](auto key) {
+    std::vector<decltype(key(0))> v(static_cast<size_t>(dim));
+    for (int64_t s = 0; s < dim; ++s) v[size_t(s)] = key(base + s * stride);
+    std::stable_sort(order.begin(), order.end(), [&](int64_t l, int64_t r) {
+      auto vl = v[size_t(l)], vr = v[size_t(r)];
+      if constexpr (std::is_floating_point_v<decltype(vl)>) {
+        if (std::isnan(vl) || std::isnan(vr)) return largest ? (std::isnan(vl) && !std::isnan(vr)) : (!std::isnan(vl) && std::isnan(vr));
+      }
+      return largest ? vl > vr : vl < vr;
+    });
+  };
+  const DType t = x.dtype();
+  if (is_float(t)) sort_by([&](int64_t i) { return x.get_f64(i); });
+  else if (t == DType::U64) sort_by([&](int64_t i) { return uint64_t(x.get_i64(i)); });
+  else sort_by([&](int64_t i) { return x.get_i64(i); });
+  return order;
 }
 
 void copy_element(const HostTensor& src, int64_t src_index, HostTensor& dst, int64_t dst_index) {

@@ -43,6 +43,14 @@ int normalize_axis(int64_t axis, int rank, const char* what = "axis");
 // Copies one element bit-exactly between tensors of the same dtype.
 void copy_element(const HostTensor& src, int64_t src_index, HostTensor& dst, int64_t dst_index);
 
+// Splits a shape around `axis` into (outer, dim, inner) extents.
+void split_at_axis(const std::vector<int64_t>& shape, int axis, int64_t& outer, int64_t& dim, int64_t& inner);
+
+// The positions 0..dim-1 of one line of x (element s at x[base + s * stride]) in sorted order:
+// largest first (or smallest first), ties by the lower position, NaN as the largest value, -0 equal
+// to +0, integers compared exactly. Shared by topk and sort.
+std::vector<int64_t> sorted_positions(const HostTensor& x, int64_t base, int64_t stride, int64_t dim, bool largest);
+
 // Floats compute in double; everything else (ints, bool) in int64.
 inline bool computes_in_double(DType t) { return is_float(t); }
 

@@ -10,16 +10,6 @@
 
 namespace kiln::interp {
 
-namespace {
-// Splits a shape around `axis` into (outer, dim, inner) extents.
-void split_at_axis(const std::vector<int64_t>& shape, int axis, int64_t& outer, int64_t& dim, int64_t& inner) {
-  outer = 1, inner = 1;
-  for (int i = 0; i < axis; ++i) outer *= shape[size_t(i)];
-  dim = shape[size_t(axis)];
-  for (size_t i = size_t(axis) + 1; i < shape.size(); ++i) inner *= shape[i];
-}
-}  // namespace
-
 void ref_CumSum(const KernelArgs& a) {
   const HostTensor& x = a.in[0];
   HostTensor& out = a.out[0];
@@ -56,18 +46,9 @@ void ref_TopK(const KernelArgs& a) {
   int64_t outer, dim, inner;
   split_at_axis(x.shape(), axis, outer, dim, inner);
   KILN_CHECK(k <= dim, "topk k = ", k, " is larger than the dim (", dim, ")");
-  std::vector<int64_t> order(static_cast<size_t>(dim));
-  std::vector<double> v(static_cast<size_t>(dim));
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {
-      for (int64_t s = 0; s < dim; ++s) v[size_t(s)] = x.get_f64((o * dim + s) * inner + i);
-      std::iota(order.begin(), order.end(), 0);
-      // Ties keep the lower index first (ONNX's rule); NaN sorts as the largest value.
-      std::stable_sort(order.begin(), order.end(), [&](int64_t l, int64_t r) {
-        double vl = v[size_t(l)], vr = v[size_t(r)];
-        if (std::isnan(vl) || std::isnan(vr)) return largest ? (std::isnan(vl) && !std::isnan(vr)) : (!std::isnan(vl) && std::isnan(vr));
-        return largest ? vl > vr : vl < vr;
-      });
+      const std::vector<int64_t> order = sorted_positions(x, o * dim * inner + i, inner, dim, largest);
       for (int64_t s = 0; s < k; ++s) {
         int64_t dst = (o * k + s) * inner + i;
         copy_element(x, (o * dim + order[size_t(s)]) * inner + i, values, dst);

@@ -62,6 +62,13 @@ std::vector<TensorType> rule_conv_transpose2d(const InferCtx&);
 std::vector<TensorType> rule_resize(const InferCtx&);
 }  // namespace kiln
 
+// ---- selection and sampling (src/ir/shape_rules_selection.cc) ----
+namespace kiln {
+std::vector<TensorType> rule_sort(const InferCtx&);
+std::vector<TensorType> rule_argsort(const InferCtx&);
+std::vector<TensorType> rule_sample(const InferCtx&);
+}  // namespace kiln
+
 // ---- added for ONNX conformance, issue #3 (src/ir/shape_rules_integer.cc) ----
 namespace kiln {
 std::vector<TensorType> rule_unary_integer(const InferCtx&);

@@ -4,6 +4,7 @@
 #include <map>
 #include <sstream>
 
+#include "kernels/cpu/eager.h"
 #include "kiln/error.h"
 #include "kiln/interp.h"
 #include "kiln/scoreboard.h"
@@ -55,14 +56,19 @@ class PiecesExecutable final : public Executable {
         for (const Value* v : p.host->inputs) in.push_back(value_of(v));
         const auto t0 = std::chrono::steady_clock::now();
         std::vector<HostTensor> out;
+        // A plain op with a fast CPU kernel (sort, sample) runs it; control flow, containers and
+        // the rest run in the interpreter.
+        const bool fast = !p.host->info().has(kSubgraph) && !p.host->info().has(kContainer) &&
+                          !in.empty() && eager::has_fast_kernel(p.host->op, in[0].dtype());
         try {
-          out = interp::run_node(*p.host, in, bindings);
+          out = fast ? eager::run_op(p.host->op, eager::bind_shape_attrs(p.host->attrs, bindings), in)
+                     : interp::run_node(*p.host, in, bindings);
         } catch (const Error& e) {
           throw Error(str(p.host->describe(), ": ", e.what()));
         }
         for (size_t i = 0; i < out.size(); ++i) values[p.host->outputs[i]] = out[i];
         ++stats.library_steps;
-        stats.reference_fallbacks.push_back(std::string(op_name(p.host->op)));
+        if (!fast) stats.reference_fallbacks.push_back(std::string(op_name(p.host->op)));
         if (sb) {
           KernelRecord rec;
           rec.name = str("host ", op_name(p.host->op));

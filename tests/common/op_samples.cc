@@ -215,6 +215,25 @@ std::vector<OpSample> build() {
   add(v, "topk/f32", Op::TopK, {T(DType::F32, {3, 11})}, {{"k", int64_t(4)}});
   add(v, "topk/smallest_axis0/i32", Op::TopK, {T(DType::I32, {7, 3})},
       {{"k", int64_t(2)}, {"axis", int64_t(0)}, {"largest", int64_t(0)}}, {{-50, 50}});
+  // Selection and sampling (docs/sampling.md).
+  add(v, "sort/f32", Op::Sort, {T(DType::F32, {3, 11})}, {}, {}, true);
+  add(v, "sort/descending_axis0/i32", Op::Sort, {T(DType::I32, {7, 3})}, {{"axis", int64_t(0)}, {"descending", int64_t(1)}},
+      {{-5, 5}});
+  add(v, "sort/descending/f16", Op::Sort, {T(DType::F16, {2, 67})}, {{"descending", int64_t(1)}}, {{-4, 4}});
+  add(v, "argsort/f64", Op::ArgSort, {T(DType::F64, {4, 53})}, {{"descending", int64_t(1)}});
+  add(v, "argsort/axis0/i64", Op::ArgSort, {T(DType::I64, {9, 2})}, {{"axis", int64_t(0)}}, {{-3, 3}});
+  const InputRange seeds{0, 1e9}, steps{0, 1000};
+  add(v, "sample/top_k_top_p/f32", Op::Sample, {T(DType::F32, {5, 37}), T(DType::I64, {5}), T(DType::I64, {5})},
+      {{"temperature", 0.8}, {"top_k", int64_t(6)}, {"top_p", 0.9}}, {{-3, 3}, seeds, steps});
+  add(v, "sample/unfiltered/bf16", Op::Sample, {T(DType::BF16, {3, 50}), T(DType::I64, {3}), T(DType::I64, {3})}, {},
+      {{-2, 2}, seeds, steps});
+  add(v, "sample/greedy/f64", Op::Sample, {T(DType::F64, {4, 19}), T(DType::I64, {4}), T(DType::I64, {4})},
+      {{"temperature", 0.0}}, {{-3, 3}, seeds, steps});
+  add(v, "sample/per_row_penalties/f16", Op::Sample,
+      {T(DType::F16, {4, 29}), T(DType::I64, {4}), T(DType::I64, {4}), T(DType::F32, {4}), T(DType::I64, {4}),
+       T(DType::F32, {4}), T(DType::F32, {4}), T(DType::I64, {4, 6})},
+      {{"repetition_penalty", 1.3}, {"frequency_penalty", 0.2}, {"presence_penalty", 0.1}},
+      {{-3, 3}, seeds, steps, {0.5, 1.5}, {0, 8}, {0.5, 1}, {0, 0.3}, {-1, 28}});
   add(v, "conv_transpose2d/f32", Op::ConvTranspose2d,
       {T(DType::F32, {2, 4, 5, 6}), T(DType::F32, {4, 3, 3, 3}), T(DType::F32, {6})},
       {{"strides", Ints{2, 1}}, {"pads", Ints{1, 0, 1, 1}}, {"output_padding", Ints{1, 0}}, {"groups", int64_t(2)}});

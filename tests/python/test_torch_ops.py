@@ -92,9 +92,9 @@ def test_dtypes_through_a_block(dtype):
 
 
 def test_topk_sort_argsort_match_eager_with_ties_and_nan():
-    """aten.topk, aten.sort (both overloads) and argsort run in Kiln (topk; a sort is topk with
-    k = the dim) and give torch's values; indices too where torch's order is defined (stable=True,
-    or no ties)."""
+    """aten.topk, aten.sort (both overloads) and argsort run in Kiln (topk, sort) and give torch's
+    values; indices too where torch's order is defined (stable=True, or no ties). A sort along a
+    symbolic dim runs in Kiln too, one compile for several lengths."""
     x = torch.round(r(5, 37) * 4) / 4  # about 30 distinct values in 185: many ties
     x[1, 3] = float("nan")
     x[2, 10] = float("-inf")
@@ -118,3 +118,11 @@ def test_topk_sort_argsort_match_eager_with_ties_and_nan():
         left = [(n.op, n.reason) for rep in kt.REPORTS for n in rep.torch_nodes]
         assert not left, (name, left)
         assert kt.STATS["fallback_partitions"] == 0, name
+    kt = fresh()
+    fn = torch.compile(lambda t: torch.sort(t, dim=-1, descending=True, stable=True), backend="kiln", dynamic=True)
+    for n in (37, 41, 53):
+        y = torch.round(r(3, n) * 4) / 4
+        for g, w in zip(fn(y), torch.sort(y, dim=-1, descending=True, stable=True)):
+            torch.testing.assert_close(g, w, rtol=0, atol=0, msg=f"symbolic dim, length {n}")
+    assert not [n for rep in kt.REPORTS for n in rep.torch_nodes]
+    assert kt.STATS["kiln_compiles"] == 1, kt.STATS

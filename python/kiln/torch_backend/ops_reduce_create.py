@@ -157,22 +157,17 @@ def _sort_args(node):
 
 
 def _sort_check(node):
-    x, dim, _ = _sort_args(node)
-    shape = meta_val(x).shape
-    if not shape:
+    x, _, _ = _sort_args(node)
+    if not meta_val(x).shape:
         return "sort of a 0-d tensor"
-    if not isinstance(shape[dim], int):
-        return "sort along a symbolic dimension"
     return None
 
 
 @lowers(aten.sort.default, aten.sort.stable, check=_sort_check, outputs="all")
 def _sort(ctx, node):
-    """A full, stable sort is topk with k = the dim's size: ascending is the k smallest, descending
-    the k largest; ties keep the lower index first (stable=True's order, a valid one for
-    stable=False) and NaN sorts as the largest value, as in torch."""
+    """Kiln's sort is stable: ties keep the lower index first (stable=True's order, a valid one for
+    stable=False) and NaN sorts as the largest value, as in torch; the dim may be symbolic."""
     x, dim, descending = _sort_args(node)
     rank = meta_val(x).dim()
-    return ctx.op_multi("topk", [ctx.v(x)], k=int(meta_val(x).shape[dim]), axis=dim % rank,
-                        largest=int(descending), sorted=1)
+    return ctx.op_multi("sort", [ctx.v(x)], axis=dim % rank, descending=int(descending))
 

@@ -216,6 +216,21 @@ std::vector<Tensor> topk(const Tensor& x, int64_t k, int64_t axis, bool largest,
                      {{"k", k}, {"axis", axis}, {"largest", int64_t(largest)},
                       {"sorted", int64_t(sorted)}});
 }
+std::vector<Tensor> sort(const Tensor& x, int64_t axis, bool descending) {
+  return apply_multi(Op::Sort, {x}, {{"axis", axis}, {"descending", int64_t(descending)}});
+}
+Tensor argsort(const Tensor& x, int64_t axis, bool descending) {
+  return apply(Op::ArgSort, {x}, {{"axis", axis}, {"descending", int64_t(descending)}});
+}
+Tensor sample(const Tensor& logits, const Tensor& seeds, const Tensor& steps, const SampleOptions& o,
+              const std::vector<Tensor>& per_row) {
+  std::vector<Tensor> operands{logits, seeds, steps};
+  operands.insert(operands.end(), per_row.begin(), per_row.end());
+  return apply(Op::Sample, operands,
+               {{"temperature", o.temperature}, {"top_k", o.top_k}, {"top_p", o.top_p}, {"min_p", o.min_p},
+                {"repetition_penalty", o.repetition_penalty}, {"frequency_penalty", o.frequency_penalty},
+                {"presence_penalty", o.presence_penalty}});
+}
 
 // ---- movement ----
 

@@ -48,6 +48,8 @@ extern const KernelFamily kConvFamily;
 extern const KernelFamily kAttentionFamily;
 extern const KernelFamily kPoolFamily;
 extern const KernelFamily kTopKFamily;
+extern const KernelFamily kSortFamily;
+extern const KernelFamily kSampleFamily;
 
 // Ops whose fast kernel returns the input's storage under a new shape (Ran::kView), so run_op
 // does not allocate their outputs (movement.cc).

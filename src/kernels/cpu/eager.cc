@@ -24,7 +24,7 @@ const detail::KernelFamily* const kFamilies[] = {
     &detail::kElementwiseUnaryFamily, &detail::kElementwiseBinaryFamily, &detail::kReduceFamily,
     &detail::kMatmulFamily,           &detail::kSoftmaxNormFamily,       &detail::kMovementFamily,
     &detail::kConvFamily,             &detail::kAttentionFamily,         &detail::kPoolFamily,
-    &detail::kTopKFamily,
+    &detail::kTopKFamily,            &detail::kSortFamily,              &detail::kSampleFamily,
 };
 
 // The dtype that selects a kernel: the data operand's (where's branches, not its condition), or

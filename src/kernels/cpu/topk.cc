@@ -1,158 +1,25 @@
-// Top-k along an axis on the CPU: one pass over each row keeping a small candidate buffer, rows
-// spread over the OpenMP team. Why: topk ran as the reference kernel, a stable sort of every row in
-// doubles (a 256000-token vocabulary row sorted whole to keep 50), and selection is part of every
-// decode step (issue 23). Semantics are the reference kernel's (src/interp/ref_onnx_ops.cc): k
-// largest (or smallest), ties by the lower index, NaN ordered as the largest value, -0 equal to +0,
-// the result sorted.
-//
-// Each element gets a 64-bit order key (larger = earlier in the result) and its index; a candidate
-// beats another by key, then by the lower index. The row is scanned in index order with a running
-// threshold (the k-th best candidate so far): an element whose key does not exceed it can never
-// enter the result (an equal key comes with a higher index), so only a few elements are kept. f32
-// rows compare 16-element chunks with the threshold's value at once (SSE, every x86-64 CPU).
-#include <immintrin.h>
-
+// Top-k along an axis on the CPU: one pass over each row keeping a small candidate buffer
+// (selection.h), rows spread over the OpenMP team. Why: topk ran as the reference kernel, a stable
+// sort of every row in doubles (a 256000-token vocabulary row sorted whole to keep 50), and
+// selection is part of every decode step (issue 23). Semantics are the reference kernel's
+// (src/interp/ref_onnx_ops.cc): k largest (or smallest), ties by the lower index, NaN ordered as the
+// largest value, -0 equal to +0, the result sorted.
 #include <algorithm>
-#include <cmath>
-#include <cstring>
-#include <limits>
 #include <vector>
 
 #include "interp/ref_kernels.h"
 #include "kernels/cpu/cpu_common.h"
+#include "kernels/cpu/selection.h"
+#include "kernels/cpu/sort.h"
 
 namespace kiln::eager::detail {
 namespace {
 
+// topk of a whole line at least this long runs the radix sort (sort.h).
+constexpr int64_t kSortInstead = 64;
+
 // A row at least this long is split over the threads when there are fewer rows than threads.
 constexpr int64_t kSegmentedRow = 32768;
-
-struct Candidate {
-  uint64_t key;
-  int64_t index;
-};
-
-// Whether a comes before b in the result (a functor: std::sort and nth_element inline it).
-struct Before {
-  bool operator()(const Candidate& a, const Candidate& b) const {
-    return a.key != b.key ? a.key > b.key : a.index < b.index;
-  }
-};
-
-// The order of a float: bits mapped so that unsigned comparison is numeric comparison, -0 as +0,
-// every NaN above +inf.
-inline uint64_t float_order(double v) {
-  if (v != v) return std::numeric_limits<uint64_t>::max();
-  if (v == 0) v = 0;  // -0 -> +0
-  uint64_t bits;
-  std::memcpy(&bits, &v, sizeof bits);
-  return (bits >> 63) ? ~bits : bits | (uint64_t(1) << 63);
-}
-
-inline uint64_t int_order(int64_t v) { return uint64_t(v) ^ (uint64_t(1) << 63); }
-
-// Reads element s of a row as its order key for the "largest" direction.
-template <typename T>
-inline uint64_t order_of(const T* row, int64_t s) {
-  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) return float_order(double(row[s]));
-  else if constexpr (is_half_like_v<T>) return float_order(double(to_float(row[s])));
-  else return int_order(int64_t(row[s]));
-}
-
-// The running selection of one row.
-class Selection {
- public:
-  Selection(int64_t k, bool largest) : k_(k), largest_(largest), cap_(k + std::max<int64_t>(64, k / 2)) {
-    buf_.reserve(size_t(cap_));
-  }
-  void reset() { buf_.clear(), have_threshold_ = false; }
-  // Offers element `index` with "largest"-direction key `key` (elements come in index order);
-  // true when the threshold moved.
-  bool offer(uint64_t key, int64_t index) {
-    if (!largest_) key = ~key;  // smallest first; NaN (the largest key) becomes the smallest: last
-    if (have_threshold_ && key <= threshold_) return false;  // an equal key has a higher index: it loses
-    buf_.push_back({key, index});
-    if (int64_t(buf_.size()) < cap_) return false;
-    prune();
-    return true;
-  }
-  bool has_threshold() const { return have_threshold_; }
-  // The sorted result: the k best candidates.
-  const std::vector<Candidate>& finish() {
-    if (int64_t(buf_.size()) > k_) prune();
-    std::sort(buf_.begin(), buf_.end(), Before{});
-    return buf_;
-  }
-  // The k-th best key so far, in this selection's direction (valid when has_threshold()).
-  uint64_t threshold() const { return threshold_; }
-
- private:
-  void prune() {
-    std::nth_element(buf_.begin(), buf_.begin() + (k_ - 1), buf_.end(), Before{});
-    buf_.resize(size_t(k_));
-    threshold_ = buf_.back().key;
-    have_threshold_ = true;
-  }
-  int64_t k_;
-  bool largest_;
-  int64_t cap_;
-  std::vector<Candidate> buf_;
-  bool have_threshold_ = false;
-  uint64_t threshold_ = 0;
-};
-
-// The value a "largest"-direction key stands for (float_order's inverse), for the f32 filter.
-inline double value_of_order(uint64_t key) {
-  uint64_t bits = (key >> 63) ? key & ~(uint64_t(1) << 63) : ~key;
-  double v;
-  std::memcpy(&v, &bits, sizeof v);
-  return v;
-}
-
-// The lanes of a 16-element chunk that could pass threshold value tv (bit i: chunk[i] is not below
-// it for `largest`, not above it otherwise; NaN always passes), with four SSE compares.
-inline unsigned passing_lanes(const float* chunk, float tv, bool largest) {
-  const __m128 t = _mm_set1_ps(tv);
-  unsigned mask = 0;
-  for (int q = 0; q < 4; ++q) {
-    const __m128 v = _mm_loadu_ps(chunk + 4 * q);
-    const __m128 pass = largest ? _mm_cmpnlt_ps(v, t) : _mm_cmpngt_ps(v, t);
-    mask |= unsigned(_mm_movemask_ps(pass)) << (4 * q);
-  }
-  return mask;
-}
-
-// One contiguous f32 row. Once there is a threshold, each 16-element chunk is compared with its
-// value at once and only the lanes that pass are offered (most chunks have none).
-void select_f32_row(const float* row, int64_t n, bool largest, Selection& sel) {
-  bool filter = false;  // tv is the threshold's value (not NaN)
-  float tv = 0;
-  auto update = [&] {
-    const uint64_t t = largest ? sel.threshold() : ~sel.threshold();  // the "largest"-direction key
-    filter = sel.has_threshold() && t != std::numeric_limits<uint64_t>::max();
-    if (filter) tv = float(value_of_order(t));
-  };
-  int64_t s = 0;
-  for (; s + 16 <= n; s += 16) {
-    unsigned mask = filter ? passing_lanes(row + s, tv, largest) : 0xffffu;
-    while (mask != 0) {
-      const int i = __builtin_ctz(mask);
-      mask &= mask - 1;
-      if (sel.offer(order_of(row, s + i), s + i)) update();
-    }
-  }
-  for (; s < n; ++s) sel.offer(order_of(row, s), s);
-}
-
-// Scans row[0, n) into `sel` (indices relative to row).
-template <typename T>
-void select_row(const T* row, int64_t n, bool largest, Selection& sel) {
-  if constexpr (std::is_same_v<T, float>) {
-    select_f32_row(row, n, largest, sel);
-  } else {
-    for (int64_t s = 0; s < n; ++s) sel.offer(order_of(row, s), s);
-  }
-}
 
 template <typename T>
 void write_row(const std::vector<Candidate>& best, const T* row, int64_t k, int64_t o, int64_t i, int64_t inner,
@@ -230,6 +97,10 @@ Ran run_topk(const KernelArgs& a) {
   for (int d = 0; d < axis; ++d) outer *= x.shape()[size_t(d)];
   for (int d = axis + 1; d < x.rank(); ++d) inner *= x.shape()[size_t(d)];
   if (k < 1 || k > dim || dim >= (int64_t(1) << 62)) return Ran::kNotHandled;  // the reference reports it
+  if (k == dim && dim >= kSortInstead) {  // every element: a sort in the same order
+    const Ran ran = sort_along(x, axis, largest, &a.out[0], a.out[1]);
+    if (ran != Ran::kNotHandled) return ran;
+  }
   switch (x.dtype()) {
     case DType::F32: topk_rows<float>(a, outer, dim, inner, k, largest); break;
     case DType::F64: topk_rows<double>(a, outer, dim, inner, k, largest); break;

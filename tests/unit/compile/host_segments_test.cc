@@ -80,5 +80,33 @@ TEST(HostSegments, PiecesRunInOrderAndMatchTheInterpreter) {
   }
 }
 
+// A decode step's tail on a device without selection kernels: softmax over logits in a segment,
+// sort and sample on the host with their CPU kernels (not the reference), then a segment again.
+TEST(HostSegments, SelectionOpsRunTheirCpuKernelsBetweenSegments) {
+  auto g = parse_graph(R"(graph @tail(%x: f32[B, 301], %seeds: i64[B], %steps: i64[B]) {
+  %0 = mul(%x, %x) : f32[B, 301]
+  %1, %5 = sort(%0) {descending = 1} : f32[B, 301], i64[B, 301]
+  %2 = sample(%x, %seeds, %steps) {temperature = 0.8, top_k = 20, top_p = 0.9} : i64[B]
+  %3 = add(%2, %2) : i64[B]
+  %4 = argsort(%x) : i64[B, 301]
+  return %1, %5, %3, %4
+}
+)");
+  std::vector<runtime::GraphPiece> pieces = runtime::split_at_host_nodes(*g);
+  std::string kinds;
+  for (const auto& p : pieces) kinds += p.host ? std::string(op_name(p.host->op)) + " " : "segment ";
+  EXPECT_EQ(kinds, "segment sort sample segment argsort ");
+  auto exe = runtime::compile_in_pieces(*g, [](const Graph& s) { return compile(s, test_options()); });
+  for (int64_t b : {1, 4}) {
+    std::vector<HostTensor> in = {HostTensor::random(DType::F32, {b, 301}, 3, -3, 3), HostTensor::random(DType::I64, {b}, 4, 0, 99),
+                                  HostTensor::random(DType::I64, {b}, 5, 0, 99)};
+    std::vector<HostTensor> want = interp::run(*g, in);
+    std::vector<HostTensor> got = exe->run(in);
+    ASSERT_EQ(got.size(), 4u);
+    for (size_t i = 0; i < 4; ++i) EXPECT_EQ(compare_tensors(got[i], want[i]), "") << "output " << i << ", B " << b;
+    EXPECT_TRUE(exe->last_run().reference_fallbacks.empty()) << "host selection ops ran on the reference kernel";
+  }
+}
+
 }  // namespace
 }  // namespace kiln::testing

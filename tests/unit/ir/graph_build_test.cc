@@ -108,3 +108,40 @@ TEST(GraphBuild, CloneAndEraseKeepUseLists) {
   EXPECT_TRUE(e->uses.empty());
   EXPECT_EQ(c->outputs()[0]->producer->op, Op::Neg);
 }
+
+// sort / argsort / sample: result types (symbolic rows kept) and ill-typed uses named.
+TEST(GraphBuild, SelectionAndSampleShapesAndErrors) {
+  Graph g;
+  SymInt B = SymInt::symbol("B");
+  auto i64 = [](Shape s) { return TensorType{DType::I64, std::move(s), Device::CPU}; };
+  Value* x = g.add_input("x", f32({B, 9}));
+  std::vector<Value*> sorted = g.add_node(Op::Sort, {x}, {{"axis", int64_t(0)}});
+  EXPECT_EQ(sorted.at(0)->type, x->type);
+  EXPECT_EQ(sorted.at(1)->type, i64({B, 9}));
+  EXPECT_EQ(g.add(Op::ArgSort, {x})->type, i64({B, 9}));
+  Value* seeds = g.add_input("seeds", i64({B}));
+  Value* steps = g.add_input("steps", i64({B}));
+  EXPECT_EQ(g.add(Op::Sample, {x, seeds, steps}, {{"top_k", int64_t(5)}})->type, i64({B}));
+  Value* flags = g.add_input("flags", TensorType{DType::Bool, {3}, Device::CPU});
+  EXPECT_NE(error_of([&] { g.add(Op::Sort, {flags}); }).find("sort needs a numeric dtype"), std::string::npos);
+  EXPECT_NE(error_of([&] { g.add(Op::Sort, {x}, {{"axis", int64_t(2)}}); }).find("axis"), std::string::npos);
+  Value* four_rows = g.add_input("four_rows", f32({4, 9}));
+  Value* three_seeds = g.add_input("three_seeds", i64({3}));
+  Value* four_steps = g.add_input("four_steps", i64({4}));
+  EXPECT_NE(error_of([&] { g.add(Op::Sample, {four_rows, three_seeds, four_steps}); }).find("seeds length vs the logits' rows"),
+            std::string::npos);
+  Value* f32_seeds = g.add_input("f32_seeds", f32({B}));
+  EXPECT_NE(error_of([&] { g.add(Op::Sample, {x, f32_seeds, steps}); }).find("seeds must be a [B] i64 tensor"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { g.add(Op::Sample, {x, seeds, steps}, {{"top_p", 0.0}}); }).find("top_p must be in (0, 1]"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { g.add(Op::Sample, {x, seeds, steps}, {{"temperature", -1.0}}); }).find("temperature must be"),
+            std::string::npos);
+  Value* ids = g.add_input("ids", i64({B}));
+  Value* t = g.add_input("t", f32({B}));
+  Value* k = g.add_input("k", i64({B}));
+  EXPECT_NE(error_of([&] { g.add(Op::Sample, {x, seeds, steps, t, k, t, t, ids}); }).find("penalty_ids must be [B, L]"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { g.add(Op::Sample, {x, seeds, steps, k}); }).find("temperature must be a [B] f32"),
+            std::string::npos);
+}

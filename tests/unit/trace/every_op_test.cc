@@ -90,6 +90,12 @@ std::vector<Tensor> call_every_named_function(const Tensor& x) {  // x: f32[2, 3
     r.push_back(t);
   std::vector<Tensor> top = topk(x, 2, -1);
   r.insert(r.end(), top.begin(), top.end());
+  std::vector<Tensor> sorted = sort(x, 1, true);
+  r.insert(r.end(), sorted.begin(), sorted.end());
+  r.push_back(argsort(x, -1));
+  Tensor logits = reshape(x, {6, 20});
+  Tensor seeds = random_tensor({6}, 12, DType::I64, 0, 1000), steps = random_tensor({6}, 13, DType::I64, 0, 50);
+  r.push_back(sample(logits, seeds, steps, SampleOptions{.temperature = 0.7, .top_k = 5, .top_p = 0.9}));
   // movement
   Tensor idx = values(DType::I64, {2}, {3, 0});
   Tensor elem_idx = random_tensor({2, 3, 4, 2}, 11, DType::I64, 0, 4);

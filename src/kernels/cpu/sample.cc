@@ -1,0 +1,340 @@
+// The `sample` op on the CPU: one token per row of logits, rows spread over the OpenMP team. Why:
+// a sampling step written as softmax -> sort -> cumsum -> multinomial reads and writes the whole
+// vocabulary several times and sorts it; here a row is read once or twice (issue 23).
+//
+// Semantics are the reference kernel's (src/interp/ref_selection.cc, docs/sampling.md) and the
+// token is the same: penalties, then s = logit / temperature, the top-k / top-p / min-p prefix of
+// the tokens in order of s (ties by the lower token), then argmax(s + Gumbel(seed, step, token))
+// over that prefix. What differs is the work:
+//   - the prefix comes from a one-pass selection with a running threshold (selection.h); without
+//     top-k it grows (x4) until the top-p or min-p cut falls inside it;
+//   - without any filter, a token takes the logarithms of its Gumbel number only when its uniform
+//     could beat the best score so far (most cannot), one Philox call per four tokens, one long
+//     row split over the threads;
+//   - f32 rows compare 16 logits with the running threshold at once.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <vector>
+
+#include "kernels/cpu/cpu_common.h"
+#include "kernels/cpu/selection.h"
+#include "kiln/sampling.h"
+
+namespace kiln::eager::detail {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// A row at least this long draws over the threads when rows do not fill them (no filter only).
+constexpr int64_t kSplitRow = 32768;
+
+// The first candidate list tried when top-p or min-p cut a row without top-k.
+constexpr int64_t kFirstPrefix = 64;
+
+struct RowSettings {
+  double temperature, top_p, min_p;
+  int64_t top_k;
+  uint64_t seed, step;
+};
+
+template <typename T>
+inline double logit(const T* row, int64_t i) {
+  if constexpr (is_half_like_v<T>) return double(to_float(row[i]));
+  else return double(row[i]);
+}
+
+// The largest logit of the row (-inf when every token is masked); a NaN or +inf logit is an error
+// naming the row and token.
+template <typename T>
+double checked_max(const T* row, int64_t n, int64_t b) {
+  double m = -kInf;
+  bool bad = false;
+  if constexpr (std::is_same_v<T, float>) {
+    float mf = -std::numeric_limits<float>::infinity();
+    int flags = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = row[i];
+      flags |= !(v < std::numeric_limits<float>::infinity());
+      mf = v > mf ? v : mf;
+    }
+    m = mf, bad = flags != 0;
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      const double v = logit(row, i);
+      bad |= !(v < kInf);
+      m = v > m ? v : m;
+    }
+  }
+  if (bad)
+    for (int64_t i = 0; i < n; ++i) {
+      const double v = logit(row, i);
+      KILN_CHECK(v < kInf, "sample: row ", b, ", token ", i, ": the logit is ", v,
+                 " (only finite logits and -inf, a masked token, can be sampled from)");
+    }
+  return m;
+}
+
+// A float no larger than the real number bound (for filters: every logit below it is below bound).
+inline float float_below(double bound) {
+  const double lower = bound - std::abs(bound) * 1e-12 - 1e-300;
+  float f = float(lower);
+  if (double(f) > lower) f = std::nextafter(f, -std::numeric_limits<float>::infinity());
+  return f;
+}
+
+// Offers every unmasked token of the row to `sel` with the order key of s = logit / temperature.
+template <typename T>
+void offer_row(const T* row, int64_t n, double temperature, Selection& sel) {
+  auto offer = [&](int64_t i) {
+    const double l = logit(row, i);
+    return l != -kInf && sel.offer(float_order(l / temperature), i);
+  };
+  int64_t i = 0;
+  if constexpr (std::is_same_v<T, float>) {
+    // Once there is a threshold, a chunk's lanes below its logit-space bound are not offered.
+    bool filter = false;
+    float bound = 0;
+    auto update = [&] {
+      filter = sel.has_threshold();
+      if (filter) bound = float_below(value_of_order(sel.threshold()) * temperature);
+    };
+    for (; i + 16 <= n; i += 16) {
+      unsigned mask = filter ? passing_lanes(row + i, bound, true) : 0xffffu;
+      while (mask != 0) {
+        const int lane = __builtin_ctz(mask);
+        mask &= mask - 1;
+        if (offer(i + lane)) update();
+      }
+    }
+  }
+  for (; i < n; ++i) offer(i);
+}
+
+// The running winner of a Gumbel-max draw: the best score, the lower token on ties.
+struct Best {
+  int64_t token = -1;
+  double score = 0;
+  void offer(int64_t t, double sc) {
+    if (token < 0 || sc > score || (sc == score && t < token)) token = t, score = sc;
+  }
+};
+
+// Gumbel-max over the given tokens (ties by the lower token).
+template <typename T>
+int64_t draw(const T* row, const std::vector<Candidate>& tokens, size_t count, const RowSettings& rs) {
+  Best best;
+  for (size_t j = 0; j < count; ++j) {
+    const int64_t t = tokens[j].index;
+    best.offer(t, logit(row, t) / rs.temperature + gumbel_of(sample_uniform(rs.seed, rs.step, uint64_t(t))));
+  }
+  return best.token;
+}
+
+// The uniforms of one row, one Philox call per four consecutive tokens (sample_uniform's layout).
+class RowStream {
+ public:
+  RowStream(uint64_t seed, uint64_t step) : seed_(seed), step_(step) {}
+  double uniform(uint64_t token) {
+    const uint64_t block = token >> 2;
+    if (block != block_) {
+      words_ = philox4x32_10({uint32_t(block), uint32_t(block >> 32), uint32_t(step_), uint32_t(step_ >> 32)},
+                             {uint32_t(seed_), uint32_t(seed_ >> 32)});
+      block_ = block;
+    }
+    return (double(words_[token & 3]) + 0.5) * 0x1.0p-32;
+  }
+
+ private:
+  uint64_t seed_, step_, block_ = ~uint64_t(0);
+  PhiloxCounter words_{};
+};
+
+
+// No filter, tokens [lo, hi): every unmasked token may win, but most cannot beat the best score
+// so far, B. Tokens go in blocks: with s_max the block's largest s, a token needs a Gumbel number
+// above c = B - s_max, i.e. a uniform above gate = exp(-exp(-c)). A block whose c exceeds the
+// largest Gumbel number is skipped without drawing; in the others a token whose uniform is at
+// most the gate (computed with a margin, so rounding cannot skip a winner) takes no logarithm.
+template <typename T>
+Best draw_unfiltered(const T* row, int64_t lo, int64_t hi, const RowSettings& rs) {
+  constexpr int64_t kBlock = 64;
+  RowStream stream(rs.seed, rs.step);
+  Best best;
+  for (int64_t b0 = lo; b0 < hi; b0 += kBlock) {
+    const int64_t b1 = std::min(hi, b0 + kBlock);
+    double gate = 0;  // uniforms at most this cannot win (0: every token is drawn)
+    if (best.token >= 0) {
+      double block_max = -kInf;
+      for (int64_t t = b0; t < b1; ++t) block_max = std::max(block_max, logit(row, t));
+      if (block_max == -kInf) continue;
+      const double c = best.score - block_max / rs.temperature - 1e-6 - 1e-12 * std::abs(best.score);
+      if (c > kLargestGumbel) continue;
+      gate = std::exp(-std::exp(-c));
+    }
+    for (int64_t t = b0; t < b1; ++t) {
+      const double l = logit(row, t);
+      if (l == -kInf) continue;
+      const double u = stream.uniform(uint64_t(t));
+      if (u <= gate) continue;
+      best.offer(t, l / rs.temperature + gumbel_of(u));
+    }
+  }
+  return best;
+}
+
+// The unfiltered draw of one long row on every thread (segments merged: the best score wins, the
+// lower token on ties, as in one pass).
+template <typename T>
+int64_t draw_unfiltered_split(const T* row, int64_t n, const RowSettings& rs) {
+  const int64_t segments = omp_get_max_threads();
+  std::vector<Best> parts(static_cast<size_t>(segments));
+#pragma omp parallel for schedule(static)
+  for (int64_t p = 0; p < segments; ++p)
+    parts[size_t(p)] = draw_unfiltered(row, n * p / segments, n * (p + 1) / segments, rs);
+  Best best;
+  for (const Best& b : parts)
+    if (b.token >= 0) best.offer(b.token, b.score);
+  return best.token;
+}
+
+// One row: the token, or an error naming the row.
+template <typename T>
+int64_t sample_row(const T* row, int64_t n, double max_logit, const RowSettings& rs, int64_t b, bool split) {
+  if (rs.temperature < kGreedyTemperature) {
+    KILN_CHECK(max_logit != -kInf, "sample: row ", b, " has no finite logit");
+    for (int64_t i = 0; i < n; ++i)
+      if (logit(row, i) == max_logit) return i;
+  }
+  KILN_CHECK(max_logit != -kInf, "sample: row ", b, " has no finite logit");
+  if (rs.top_k == 0 && rs.top_p >= 1 && rs.min_p <= 0)
+    return split ? draw_unfiltered_split(row, n, rs) : draw_unfiltered(row, 0, n, rs).token;
+
+  const double top = max_logit / rs.temperature;
+  auto weight = [&](int64_t t) { return std::exp(logit(row, t) / rs.temperature - top); };
+  // Without top-k, top-p's mass is the whole row's, summed in token order like the reference.
+  double row_mass = 0;
+  if (rs.top_k == 0 && rs.top_p < 1)
+    for (int64_t t = 0; t < n; ++t)
+      if (logit(row, t) != -kInf) row_mass += weight(t);
+  for (int64_t prefix = rs.top_k > 0 ? rs.top_k : kFirstPrefix;; prefix *= 4) {
+    Selection sel(std::min(prefix, n), true);
+    offer_row(row, n, rs.temperature, sel);
+    const std::vector<Candidate>& list = sel.finish();
+    const size_t got = std::min(list.size(), size_t(std::min(prefix, n)));
+    const bool whole = rs.top_k > 0 || int64_t(got) < prefix || int64_t(got) == n;  // every token the cuts may keep
+    size_t keep = got;
+    bool cut = false;  // a top-p or min-p cut fell inside the list
+    if (rs.top_p < 1) {
+      double mass = row_mass;
+      if (rs.top_k > 0) {
+        std::vector<int64_t> by_token;
+        for (size_t j = 0; j < got; ++j) by_token.push_back(list[j].index);
+        std::sort(by_token.begin(), by_token.end());
+        mass = 0;
+        for (int64_t t : by_token) mass += weight(t);
+      }
+      double running = 0;
+      for (size_t j = 0; j < got; ++j) {
+        running += weight(list[j].index);
+        if (running >= rs.top_p * mass) {
+          keep = j + 1, cut = true;
+          break;
+        }
+      }
+    }
+    if (rs.min_p > 0) {
+      size_t m = 0;
+      while (m < keep && weight(list[m].index) >= rs.min_p) ++m;
+      if (m < got) cut = true;
+      keep = m;
+    }
+    if (whole || cut) return draw(row, list, keep, rs);
+  }
+}
+
+struct Penalties {
+  double repetition, frequency, presence;
+};
+
+template <typename T>
+void sample_rows(const KernelArgs& a) {
+  const HostTensor& logits = a.in[0];
+  const int64_t rows = logits.shape()[0], vocab = logits.shape()[1];
+  const T* x = logits.data<T>();
+  int64_t* out = a.out[0].data<int64_t>();
+  const Penalties pen{a.attrs.get_float("repetition_penalty"), a.attrs.get_float("frequency_penalty"),
+                      a.attrs.get_float("presence_penalty")};
+  auto settings = [&](int64_t b) {
+    RowSettings rs;
+    rs.seed = uint64_t(a.in[1].data<int64_t>()[b]), rs.step = uint64_t(a.in[2].data<int64_t>()[b]);
+    rs.temperature = a.in.size() > 3 ? double(a.in[3].data<float>()[b]) : a.attrs.get_float("temperature");
+    rs.top_k = a.in.size() > 4 ? a.in[4].data<int64_t>()[b] : a.attrs.get_int("top_k");
+    rs.top_p = a.in.size() > 5 ? double(a.in[5].data<float>()[b]) : a.attrs.get_float("top_p");
+    rs.min_p = a.in.size() > 6 ? double(a.in[6].data<float>()[b]) : a.attrs.get_float("min_p");
+    KILN_CHECK(rs.temperature >= 0 && !std::isinf(rs.temperature), "sample: row ", b, ": temperature must be finite and >= 0, got ", rs.temperature);
+    KILN_CHECK(rs.top_k >= 0, "sample: row ", b, ": top_k must be >= 0, got ", rs.top_k);
+    KILN_CHECK(rs.top_p > 0 && rs.top_p <= 1, "sample: row ", b, ": top_p must be in (0, 1], got ", rs.top_p);
+    KILN_CHECK(rs.min_p >= 0 && rs.min_p <= 1, "sample: row ", b, ": min_p must be in [0, 1], got ", rs.min_p);
+    return rs;
+  };
+  parallel_ranges(rows, vocab * 4, [&](int64_t begin, int64_t end) {
+    std::vector<double> penalized;
+    // Rows ran on the caller's thread (one row, say): a long row's unfiltered draw uses the team.
+    const bool split = vocab >= kSplitRow && omp_get_max_threads() > 1 && !omp_in_parallel();
+    for (int64_t b = begin; b < end; ++b) {
+      const RowSettings rs = settings(b);
+      const T* row = x + b * vocab;
+      double max_logit = checked_max(row, vocab, b);
+      if (a.in.size() <= 7) {
+        out[b] = sample_row(row, vocab, max_logit, rs, b, split);
+        continue;
+      }
+      // Penalties: the row in double with the penalised tokens rewritten, as the reference does.
+      const HostTensor& ids = a.in[7];
+      const int64_t len = ids.shape()[1];
+      std::map<int64_t, int64_t> count;
+      for (int64_t j = 0; j < len; ++j) {
+        const int64_t id = ids.data<int64_t>()[b * len + j];
+        KILN_CHECK(id < vocab, "sample: row ", b, ": penalty_ids[", j, "] = ", id, " is not below the vocabulary size ", vocab);
+        if (id >= 0) ++count[id];
+      }
+      penalized.resize(size_t(vocab));
+      for (int64_t t = 0; t < vocab; ++t) penalized[size_t(t)] = logit(row, t);
+      for (auto [t, c] : count) {
+        double& v = penalized[size_t(t)];
+        if (pen.repetition != 1) v = v > 0 ? v / pen.repetition : v * pen.repetition;
+        v -= pen.frequency * double(c) + pen.presence;
+        KILN_CHECK(!std::isnan(v) && v != kInf, "sample: row ", b, ", token ", t, ": the penalties made the logit ", v);
+      }
+      max_logit = checked_max(penalized.data(), vocab, b);
+      out[b] = sample_row(penalized.data(), vocab, max_logit, rs, b, split);
+    }
+  });
+}
+
+Ran run_sample(const KernelArgs& a) {
+  if (a.in[0].shape()[1] == 0) {
+    KILN_CHECK(a.in[0].shape()[0] == 0, "sample: the vocabulary is empty");
+    return Ran::kNative;
+  }
+  switch (a.in[0].dtype()) {
+    case DType::F32: sample_rows<float>(a); break;
+    case DType::F64: sample_rows<double>(a); break;
+    case DType::F16: sample_rows<Half>(a); break;
+    case DType::BF16: sample_rows<BFloat16>(a); break;
+    default: return Ran::kNotHandled;
+  }
+  return Ran::kNative;
+}
+
+bool sample_supports(Op op, DType dtype) {
+  return op == Op::Sample && (dtype == DType::F32 || dtype == DType::F64 || dtype == DType::F16 || dtype == DType::BF16);
+}
+
+}  // namespace
+
+const KernelFamily kSampleFamily{sample_supports, run_sample};
+
+}  // namespace kiln::eager::detail
