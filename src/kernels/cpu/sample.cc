@@ -9,8 +9,8 @@
 //   - the prefix comes from a one-pass selection with a running threshold (selection.h); without
 //     top-k it grows (x4) until the top-p or min-p cut falls inside it;
 //   - without any filter, a token takes the logarithms of its Gumbel number only when its uniform
-//     could beat the best score so far (most cannot), one Philox call per four tokens, one long
-//     row split over the threads;
+//     could beat the best score so far (most cannot), Philox runs sixteen counters at once
+//     (philox_simd.h), one long row is split over the threads;
 //   - f32 rows compare 16 logits with the running threshold at once.
 #include <algorithm>
 #include <cmath>
@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_common.h"
+#include "kernels/cpu/philox_simd.h"
 #include "kernels/cpu/selection.h"
 #include "kiln/sampling.h"
 
@@ -132,25 +133,25 @@ int64_t draw(const T* row, const std::vector<Candidate>& tokens, size_t count, c
   return best.token;
 }
 
-// The uniforms of one row, one Philox call per four consecutive tokens (sample_uniform's layout).
+// The random words of one row where blocks are partial: one Philox call per four tokens.
 class RowStream {
  public:
   RowStream(uint64_t seed, uint64_t step) : seed_(seed), step_(step) {}
-  double uniform(uint64_t token) {
+  // The 32-bit word behind sample_uniform(seed, step, token).
+  uint32_t word(uint64_t token) {
     const uint64_t block = token >> 2;
     if (block != block_) {
       words_ = philox4x32_10({uint32_t(block), uint32_t(block >> 32), uint32_t(step_), uint32_t(step_ >> 32)},
                              {uint32_t(seed_), uint32_t(seed_ >> 32)});
       block_ = block;
     }
-    return (double(words_[token & 3]) + 0.5) * 0x1.0p-32;
+    return words_[token & 3];
   }
 
  private:
   uint64_t seed_, step_, block_ = ~uint64_t(0);
   PhiloxCounter words_{};
 };
-
 
 // No filter, tokens [lo, hi): every unmasked token may win, but most cannot beat the best score
 // so far, B. Tokens go in blocks: with s_max the block's largest s, a token needs a Gumbel number
@@ -159,26 +160,30 @@ class RowStream {
 // most the gate (computed with a margin, so rounding cannot skip a winner) takes no logarithm.
 template <typename T>
 Best draw_unfiltered(const T* row, int64_t lo, int64_t hi, const RowSettings& rs) {
-  constexpr int64_t kBlock = 64;
+  constexpr int64_t kBlock = 64;  // tokens: sixteen Philox calls (philox_simd.h)
   RowStream stream(rs.seed, rs.step);
   Best best;
-  for (int64_t b0 = lo; b0 < hi; b0 += kBlock) {
-    const int64_t b1 = std::min(hi, b0 + kBlock);
-    double gate = 0;  // uniforms at most this cannot win (0: every token is drawn)
+  uint32_t words[kBlock];
+  for (int64_t b0 = lo, b1; b0 < hi; b0 = b1) {
+    b1 = std::min(hi, (b0 / kBlock + 1) * kBlock);  // blocks aligned to the row, so a whole one has its 16 calls
+    // Uniforms u = (w + 0.5) / 2^32 at most the gate cannot win: w <= gate * 2^32 - 0.5, exactly.
+    int64_t skip_at_most = -1;
     if (best.token >= 0) {
       double block_max = -kInf;
       for (int64_t t = b0; t < b1; ++t) block_max = std::max(block_max, logit(row, t));
       if (block_max == -kInf) continue;
       const double c = best.score - block_max / rs.temperature - 1e-6 - 1e-12 * std::abs(best.score);
       if (c > kLargestGumbel) continue;
-      gate = std::exp(-std::exp(-c));
+      skip_at_most = int64_t(std::floor(std::exp(-std::exp(-c)) * 0x1.0p32 - 0.5));
     }
+    const bool whole = b1 - b0 == kBlock;
+    if (whole) philox_16_blocks(uint64_t(b0) / 4, rs.step, rs.seed, words);
     for (int64_t t = b0; t < b1; ++t) {
       const double l = logit(row, t);
       if (l == -kInf) continue;
-      const double u = stream.uniform(uint64_t(t));
-      if (u <= gate) continue;
-      best.offer(t, l / rs.temperature + gumbel_of(u));
+      const uint32_t w = whole ? words[t - b0] : stream.word(uint64_t(t));
+      if (int64_t(w) <= skip_at_most) continue;
+      best.offer(t, l / rs.temperature + gumbel_of((double(w) + 0.5) * 0x1.0p-32));
     }
   }
   return best;

@@ -14,6 +14,7 @@
 
 #include "common/compare.h"
 #include "kernels/cpu/eager.h"
+#include "kernels/cpu/philox_simd.h"
 #include "kiln/error.h"
 #include "kiln/interp.h"
 #include "kiln/sampling.h"
@@ -62,6 +63,23 @@ TEST(Philox, LargestGumbelBoundsEveryDraw) {
   EXPECT_NE(sample_uniform(1, 2, 4), sample_uniform(1, 2, 5));
   EXPECT_NE(sample_uniform(1, 2, 4), sample_uniform(1, 3, 4));
   EXPECT_NE(sample_uniform(1, 2, 4), sample_uniform(2, 2, 4));
+}
+
+// The sixteen-block Philox of the unfiltered draw (AVX2 where the CPU has it) against the scalar one,
+// across a carry into the counter's high word and with keys and steps using all 64 bits.
+TEST(Philox, SixteenBlocksAtOnceMatchTheScalarGenerator) {
+  for (uint64_t first : {uint64_t(0), uint64_t(0xfffffff9ull), uint64_t(0x123456789abcull)})
+    for (uint64_t seed : {uint64_t(0), uint64_t(0xdeadbeefcafef00dull)})
+      for (uint64_t step : {uint64_t(0), uint64_t(0x1122334455667788ull)}) {
+        uint32_t words[64];
+        eager::detail::philox_16_blocks(first, step, seed, words);
+        for (uint64_t i = 0; i < 16; ++i) {
+          const uint64_t b = first + i;
+          const PhiloxCounter want = philox4x32_10({uint32_t(b), uint32_t(b >> 32), uint32_t(step), uint32_t(step >> 32)},
+                                                   {uint32_t(seed), uint32_t(seed >> 32)});
+          for (size_t j = 0; j < 4; ++j) EXPECT_EQ(words[4 * i + j], want[j]) << "block " << b << ", word " << j;
+        }
+      }
 }
 
 TEST(EagerSample, MatchesTheReferenceForEveryOptionAndDtype) {
@@ -175,8 +193,9 @@ TEST(EagerSample, DrawsFollowTheFilteredSoftmax) {
     for (int64_t t : tokens_of(got[0])) ++counts[size_t(t)];
     const double chi = chi_square(counts, filtered_softmax(logits, c.temperature, c.top_k, c.top_p, c.min_p), draws);
     EXPECT_LT(chi, threshold);
-    if (c.top_k > 0 || c.top_p < 1 || c.min_p > 0)  // the test can tell the filtered distribution from the plain one
+    if (c.top_k > 0 || c.top_p < 1 || c.min_p > 0) {  // the test can tell the filtered distribution from the plain one
       EXPECT_GT(chi_square(counts, filtered_softmax(logits, c.temperature, 0, 1.0, 0.0), draws), threshold);
+    }
   }
 }
 
