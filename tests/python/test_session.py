@@ -174,3 +174,35 @@ def test_cuda_device_without_a_gpu_says_why(mlp):
         kiln.compile(lambda x: x, device="cuda")
     with pytest.raises(kiln.Error, match="device"):
         kiln.load(path, device="tpu")
+
+
+@pytest.mark.parametrize("dynamo", [False, True])
+def test_torch_sort_exported_with_dynamic_axes_runs_as_sort(tmp_path, dynamo):
+    """Both PyTorch exporters write torch.sort / argsort over a dynamic axis as TopK with
+    k = Shape(x)[axis]; Kiln imports that as its stable sort, and every size agrees with torch
+    (values exactly; indices exactly, ties included, against torch's stable=True, since Kiln's sort
+    is stable; the exporters only take the default, unstable form)."""
+    torch = pytest.importorskip("torch")
+
+    class Sorts(torch.nn.Module):
+        def forward(self, x):
+            v, i = torch.sort(x, dim=-1, descending=True)
+            return v, i, torch.argsort(x, dim=0)
+
+    path = str(tmp_path / f"sort-{'dynamo' if dynamo else 'legacy'}.onnx")
+    x0 = torch.randn(3, 7)
+    if dynamo:
+        dims = {"x": {0: torch.export.Dim("B", min=2), 1: torch.export.Dim("N", min=2)}}
+        torch.onnx.export(Sorts(), (x0,), path, dynamo=True, dynamic_shapes=dims)
+    else:
+        torch.onnx.export(Sorts(), (x0,), path, dynamo=False, input_names=["x"], opset_version=17,
+                          dynamic_axes={"x": {0: "B", 1: "N"}})
+    session = kiln.load(path)
+    name = session.inputs[0].name
+    for b, n in [(3, 7), (5, 41), (2, 300)]:
+        x = torch.round(torch.randn(b, n) * 3) / 3  # ties
+        got = session.run(None, {name: x.numpy()})
+        v, i = torch.sort(x, dim=-1, descending=True, stable=True)
+        np.testing.assert_array_equal(got[0], v.numpy())
+        np.testing.assert_array_equal(got[1], i.numpy())
+        np.testing.assert_array_equal(got[2], torch.argsort(x, dim=0, stable=True).numpy())

@@ -112,10 +112,21 @@ void cumsum(NodeCtx& c) {
                                           {"reverse", c.attr_int("reverse", 0)}}));
 }
 
+// TopK with k = the whole (symbolic) axis is how both PyTorch exporters write torch.sort and
+// argsort with dynamic axes (k = Shape(x)[axis]): a stable sort.
 void topk(NodeCtx& c) {
   Value* x = c.input(0);
-  int64_t k = c.opset() >= 10 ? c.require_ints(1, "k").at(0) : c.attr_int("k", -1);
   int axis = normalize_axis(c, c.attr_int("axis", -1), x->type.rank());
+  if (c.opset() >= 10 && !c.known(1)) {
+    std::optional<std::vector<SymInt>> k = c.known_dims(1);
+    if (k && k->size() == 1 && (*k)[0] == x->type.shape[size_t(axis)]) {
+      auto outs = c.emit_multi(Op::Sort, {x}, {{"axis", int64_t(axis)}, {"descending", c.attr_int("largest", 1)}});
+      c.set_output(0, outs[0]);
+      c.set_output(1, outs[1]);
+      return;
+    }
+  }
+  int64_t k = c.opset() >= 10 ? c.require_ints(1, "k").at(0) : c.attr_int("k", -1);
   auto outs = c.emit_multi(Op::TopK, {x}, {{"k", k}, {"axis", int64_t(axis)}, {"largest", c.attr_int("largest", 1)},
                                            {"sorted", c.attr_int("sorted", 1)}});
   c.set_output(0, outs[0]);
