@@ -7,7 +7,8 @@
 // the tokens in order of s (ties by the lower token), then argmax(s + Gumbel(seed, step, token))
 // over that prefix. What differs is the work:
 //   - the prefix comes from a one-pass selection with a running threshold (selection.h); without
-//     top-k it grows (x4) until the top-p or min-p cut falls inside it;
+//     top-k it grows (64, then 1024 tokens) until the top-p or min-p cut falls inside it, and past
+//     that (a flat row: most of it is kept) the row is radix-sorted (sort.h);
 //   - without any filter, a token takes the logarithms of its Gumbel number only when its uniform
 //     could beat the best score so far (most cannot), Philox runs sixteen counters at once
 //     (philox_simd.h), one long row is split over the threads;
@@ -21,6 +22,7 @@
 #include "kernels/cpu/cpu_common.h"
 #include "kernels/cpu/philox_simd.h"
 #include "kernels/cpu/selection.h"
+#include "kernels/cpu/sort.h"
 #include "kiln/sampling.h"
 
 namespace kiln::eager::detail {
@@ -31,8 +33,10 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // A row at least this long draws over the threads when rows do not fill them (no filter only).
 constexpr int64_t kSplitRow = 32768;
 
-// The first candidate list tried when top-p or min-p cut a row without top-k.
+// The first candidate list tried when top-p or min-p cut a row without top-k (then 16 times
+// longer); a list longer than kLargestSelection is the whole row, radix-sorted (sort.h).
 constexpr int64_t kFirstPrefix = 64;
+constexpr int64_t kLargestSelection = 4096;
 
 struct RowSettings {
   double temperature, top_p, min_p;
@@ -158,8 +162,16 @@ class RowStream {
 // above c = B - s_max, i.e. a uniform above gate = exp(-exp(-c)). A block whose c exceeds the
 // largest Gumbel number is skipped without drawing; in the others a token whose uniform is at
 // most the gate (computed with a margin, so rounding cannot skip a winner) takes no logarithm.
+// The tokens a draw may pick: unmasked and, in order of s (ties by the lower token), not after the
+// token `last` whose s is `s` (the default: every unmasked token).
+struct Cut {
+  double s = -kInf;
+  int64_t last = std::numeric_limits<int64_t>::max();
+  bool admits(double st, int64_t t) const { return st > s || (st == s && t <= last); }
+};
+
 template <typename T>
-Best draw_unfiltered(const T* row, int64_t lo, int64_t hi, const RowSettings& rs) {
+Best draw_unfiltered(const T* row, int64_t lo, int64_t hi, const RowSettings& rs, const Cut& cut) {
   constexpr int64_t kBlock = 64;  // tokens: sixteen Philox calls (philox_simd.h)
   RowStream stream(rs.seed, rs.step);
   Best best;
@@ -183,7 +195,8 @@ Best draw_unfiltered(const T* row, int64_t lo, int64_t hi, const RowSettings& rs
       if (l == -kInf) continue;
       const uint32_t w = whole ? words[t - b0] : stream.word(uint64_t(t));
       if (int64_t(w) <= skip_at_most) continue;
-      best.offer(t, l / rs.temperature + gumbel_of((double(w) + 0.5) * 0x1.0p-32));
+      const double st = l / rs.temperature;
+      if (cut.admits(st, t)) best.offer(t, st + gumbel_of((double(w) + 0.5) * 0x1.0p-32));
     }
   }
   return best;
@@ -192,16 +205,55 @@ Best draw_unfiltered(const T* row, int64_t lo, int64_t hi, const RowSettings& rs
 // The unfiltered draw of one long row on every thread (segments merged: the best score wins, the
 // lower token on ties, as in one pass).
 template <typename T>
-int64_t draw_unfiltered_split(const T* row, int64_t n, const RowSettings& rs) {
+int64_t draw_unfiltered_split(const T* row, int64_t n, const RowSettings& rs, const Cut& cut) {
   const int64_t segments = omp_get_max_threads();
   std::vector<Best> parts(static_cast<size_t>(segments));
 #pragma omp parallel for schedule(static)
   for (int64_t p = 0; p < segments; ++p)
-    parts[size_t(p)] = draw_unfiltered(row, n * p / segments, n * (p + 1) / segments, rs);
+    parts[size_t(p)] = draw_unfiltered(row, n * p / segments, n * (p + 1) / segments, rs, cut);
   Best best;
   for (const Best& b : parts)
     if (b.token >= 0) best.offer(b.token, b.score);
   return best.token;
+}
+
+// Every unmasked token of the row in order: the largest s first, ties by the lower token (a stable
+// radix sort of the complemented order keys). Float logits sort by their own 32-bit keys: s =
+// logit / temperature keeps their order (distinct floats differ by at least 2^-24 relative, far
+// more than a double's rounding) while the temperature neither overflows nor underflows the
+// quotient, so four passes do; doubles (and penalised rows) sort by s's 64-bit keys.
+template <typename T>
+std::vector<Candidate> sorted_row(const T* row, int64_t n, double temperature) {
+  std::vector<uint32_t> tokens;
+  tokens.reserve(size_t(n));
+  if constexpr (!std::is_same_v<T, double>) {
+    if (temperature >= kGreedyTemperature && temperature <= 1e6) {
+      std::vector<uint32_t> keys;
+      keys.reserve(size_t(n));
+      for (int64_t t = 0; t < n; ++t) {
+        const double l = logit(row, t);
+        if (l == -kInf) continue;
+        keys.push_back(~float_sort_key(float(l)));
+        tokens.push_back(uint32_t(t));
+      }
+      radix_sort_keys(keys, tokens);
+      std::vector<Candidate> list(tokens.size());
+      for (size_t j = 0; j < tokens.size(); ++j) list[j] = {0, int64_t(tokens[j])};  // keys unused from here
+      return list;
+    }
+  }
+  std::vector<uint64_t> keys;
+  keys.reserve(size_t(n));
+  for (int64_t t = 0; t < n; ++t) {
+    const double l = logit(row, t);
+    if (l == -kInf) continue;
+    keys.push_back(~float_order(l / temperature));
+    tokens.push_back(uint32_t(t));
+  }
+  radix_sort_keys(keys, tokens);
+  std::vector<Candidate> list(keys.size());
+  for (size_t j = 0; j < keys.size(); ++j) list[j] = {~keys[j], int64_t(tokens[j])};
+  return list;
 }
 
 // One row: the token, or an error naming the row.
@@ -214,7 +266,7 @@ int64_t sample_row(const T* row, int64_t n, double max_logit, const RowSettings&
   }
   KILN_CHECK(max_logit != -kInf, "sample: row ", b, " has no finite logit");
   if (rs.top_k == 0 && rs.top_p >= 1 && rs.min_p <= 0)
-    return split ? draw_unfiltered_split(row, n, rs) : draw_unfiltered(row, 0, n, rs).token;
+    return split ? draw_unfiltered_split(row, n, rs, Cut{}) : draw_unfiltered(row, 0, n, rs, Cut{}).token;
 
   const double top = max_logit / rs.temperature;
   auto weight = [&](int64_t t) { return std::exp(logit(row, t) / rs.temperature - top); };
@@ -223,10 +275,17 @@ int64_t sample_row(const T* row, int64_t n, double max_logit, const RowSettings&
   if (rs.top_k == 0 && rs.top_p < 1)
     for (int64_t t = 0; t < n; ++t)
       if (logit(row, t) != -kInf) row_mass += weight(t);
-  for (int64_t prefix = rs.top_k > 0 ? rs.top_k : kFirstPrefix;; prefix *= 4) {
-    Selection sel(std::min(prefix, n), true);
-    offer_row(row, n, rs.temperature, sel);
-    const std::vector<Candidate>& list = sel.finish();
+  for (int64_t prefix = rs.top_k > 0 ? rs.top_k : kFirstPrefix;; prefix *= 16) {
+    std::vector<Candidate> list;
+    if (prefix > kLargestSelection) {  // most of the row: sort it
+      list = sorted_row(row, n, rs.temperature);
+      if (rs.top_k > 0 && int64_t(list.size()) > rs.top_k) list.resize(size_t(rs.top_k));
+      prefix = n;
+    } else {
+      Selection sel(std::min(prefix, n), true);
+      offer_row(row, n, rs.temperature, sel);
+      list = sel.finish();
+    }
     const size_t got = std::min(list.size(), size_t(std::min(prefix, n)));
     const bool whole = rs.top_k > 0 || int64_t(got) < prefix || int64_t(got) == n;  // every token the cuts may keep
     size_t keep = got;
@@ -248,6 +307,9 @@ int64_t sample_row(const T* row, int64_t n, double max_logit, const RowSettings&
           break;
         }
       }
+      // A flat row: the first 64 tokens hold under a quarter of the mass wanted, so sixteen times
+      // as many will not do either; sort the row next.
+      if (!cut && !whole && got == size_t(kFirstPrefix) && running < 0.25 * rs.top_p * mass) prefix = kLargestSelection;
     }
     if (rs.min_p > 0) {
       size_t m = 0;
@@ -255,7 +317,12 @@ int64_t sample_row(const T* row, int64_t n, double max_logit, const RowSettings&
       if (m < got) cut = true;
       keep = m;
     }
-    if (whole || cut) return draw(row, list, keep, rs);
+    if (!whole && !cut) continue;
+    if (keep <= size_t(kLargestSelection)) return draw(row, list, keep, rs);
+    // Most of the row is kept: draw over it in token order, where Philox runs sixteen counters at
+    // once and the gate skips the logarithms (a cut instead of a list).
+    const Cut kept{logit(row, list[keep - 1].index) / rs.temperature, list[keep - 1].index};
+    return split ? draw_unfiltered_split(row, n, rs, kept) : draw_unfiltered(row, 0, n, rs, kept).token;
   }
 }
 

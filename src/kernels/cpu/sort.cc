@@ -29,13 +29,7 @@ struct Keyed {
 };
 
 // Ascending order keys (unsigned compare = numeric compare, -0 as +0, NaN above +inf).
-inline uint32_t key_of(float v) {
-  uint32_t b;
-  std::memcpy(&b, &v, sizeof b);
-  if ((b & 0x7fffffffu) > 0x7f800000u) return 0xffffffffu;  // NaN
-  if (b == 0x80000000u) b = 0;                              // -0
-  return (b >> 31) ? ~b : b | 0x80000000u;
-}
+inline uint32_t key_of(float v) { return float_sort_key(v); }
 inline uint64_t key_of(double v) {
   uint64_t b;
   std::memcpy(&b, &v, sizeof b);
@@ -143,6 +137,20 @@ bool sort_supports(Op op, DType dtype) {
 }
 
 }  // namespace
+
+namespace {
+template <typename K>
+void sort_keys(std::vector<K>& keys, std::vector<uint32_t>& positions) {
+  KILN_CHECK(keys.size() == positions.size(), "radix_sort_keys: ", keys.size(), " keys, ", positions.size(), " positions");
+  Keyed<K> ks;
+  ks.keys.swap(keys), ks.pos.swap(positions);
+  radix_sort(ks, int64_t(ks.keys.size()));
+  keys.swap(ks.keys), positions.swap(ks.pos);
+}
+}  // namespace
+
+void radix_sort_keys(std::vector<uint64_t>& keys, std::vector<uint32_t>& positions) { sort_keys(keys, positions); }
+void radix_sort_keys(std::vector<uint32_t>& keys, std::vector<uint32_t>& positions) { sort_keys(keys, positions); }
 
 Ran sort_along(const HostTensor& x, int axis, bool descending, HostTensor* values, HostTensor& indices) {
   int64_t outer, dim, inner;
