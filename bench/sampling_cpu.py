@@ -86,11 +86,15 @@ def main():
 
     def unfiltered(t):
         return torch_sample(t, 1.0, 0, 1.0)
+    def top_p_only(t):
+        return torch_sample(t, TEMPERATURE, 0, TOP_P)
     cases = [(f"top-k {TOP_K} + top-p {TOP_P}", {"temperature": TEMPERATURE, "top_k": TOP_K, "top_p": TOP_P},
               torch_sample, torch.compile(torch_sample, backend="inductor")),
+             (f"top-p {TOP_P} only", {"temperature": TEMPERATURE, "top_p": TOP_P}, top_p_only,
+              torch.compile(top_p_only, backend="inductor")),
              ("none (T = 1)", {"temperature": 1.0}, unfiltered, torch.compile(unfiltered, backend="inductor"))]
-    lines += ["", f"## Sampling: temperature {TEMPERATURE}, top-k {TOP_K}, top-p {TOP_P} (and no filter at temperature 1), "
-              f"vocabulary {a.vocab}", "",
+    lines += ["", f"## Sampling: temperature {TEMPERATURE}, top-k {TOP_K} + top-p {TOP_P}, top-p alone (standard-normal "
+              f"logits are flat: the nucleus is most of the row), and no filter at temperature 1; vocabulary {a.vocab}", "",
               "| batch | filter | Kiln ms | torch eager ms | torch.compile ms | vs eager | vs compile |",
               "|---|---|---|---|---|---|---|"]
     for rows in SAMPLE_BATCHES:
