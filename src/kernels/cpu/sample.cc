@@ -30,7 +30,8 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// A row at least this long draws over the threads when rows do not fill them (no filter only).
+// A row at least this long draws over the threads when rows do not fill them (the draws made in
+// token order: no filter, or a cut that keeps most of the row).
 constexpr int64_t kSplitRow = 32768;
 
 // The first candidate list tried when top-p or min-p cut a row without top-k (then 16 times

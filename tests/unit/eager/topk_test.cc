@@ -2,8 +2,9 @@
 // and indices): odd row lengths (1, 7, 13, 1021, 65537), k = 1, small, 50, 1024 and n, largest and
 // smallest, every float dtype and i32/i64, along the last and a middle axis, and rows that are sorted
 // (every element beats the running threshold), all ties (the lower index must win), or full of
-// NaN, infinities and signed zeros. Why: a selection with a running threshold is easy to get
-// almost right, and "almost" shows only in tie order or at the special values.
+// NaN, infinities and signed zeros; k = n of a line of 64 or more runs the radix sort (sort.h).
+// Why: a selection with a running threshold is easy to get almost right, and "almost" shows only
+// in tie order or at the special values.
 #include <gtest/gtest.h>
 
 #include <cmath>
