@@ -149,6 +149,14 @@ def machine():
     return f"{model}, {os.cpu_count()} cores, {platform.platform()}"
 
 
+def write_report(text, out):
+    """Prints a results page and writes it to `out` (when given)."""
+    print(text)
+    if out:
+        with open(out, "w") as f:
+            f.write(text)
+
+
 def fmt(x, spec=".2f"):
     return format(x, spec) if isinstance(x, (int, float)) else "n/a"
 

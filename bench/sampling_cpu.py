@@ -10,12 +10,11 @@ usage: .venv/bin/python bench/sampling_cpu.py [--threads 2] [--repeats 15] [--vo
 import argparse
 import datetime
 import os
-import platform
 import sys
 
 import numpy as np
 
-from cpu_models import median_ms  # median of repeated calls after two warm-ups
+from cpu_models import machine, median_ms, write_report  # median_ms: repeated calls after two warm-ups
 
 SORT_SHAPES = [(1, 256000), (64, 256000)]
 SAMPLE_BATCHES = [1, 64, 256]
@@ -116,20 +115,16 @@ def main():
             lines.append(f"| {rows} | {label} | {kiln_ms:.3f} | {eager_ms:.3f} | {compile_ms:.3f} | "
                          f"{eager_ms / kiln_ms:.2f}x | {compile_ms / kiln_ms:.2f}x |")
             print(lines[-1], flush=True)
-    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
     env = ", ".join(f"{k}={os.environ[k]}" for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE") if k in os.environ) or "none set"
     text = (f"# Sort and sampling on the CPU: Kiln vs torch ({datetime.date.today()})\n\n"
-            f"Machine: {cpu}, {os.cpu_count()} cores, {platform.platform()}; {a.threads} threads "
+            f"Machine: {machine()}; {a.threads} threads "
             f"(torch.set_num_threads, Kiln's executable); OpenBLAS variables: {env} (no BLAS call here). "
             f"Command: `{' '.join(sys.argv)}`. Medians of {a.repeats} calls after two warm-ups; f32 standard-normal "
             "rows. 'same as torch stable': values and indices identical to torch.sort(stable=True). The torch sampling "
             "function is the Hugging Face warper chain (temperature, top-k mask, sort, softmax, cumsum, top-p mask, "
             "multinomial); Kiln's sample op draws from the same distribution (docs/sampling.md) with its own "
             "random numbers, so tokens are not compared.\n\n" + "\n".join(lines) + "\n")
-    print(text)
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(text)
+    write_report(text, a.out)
 
 
 if __name__ == "__main__":

@@ -8,12 +8,11 @@ usage: .venv/bin/python bench/topk_cpu.py [--threads 2] [--repeats 20] [--out FI
 import argparse
 import datetime
 import os
-import platform
 import sys
 
 import numpy as np
 
-from cpu_models import median_ms  # median of repeated calls after two warm-ups
+from cpu_models import machine, median_ms, write_report  # median_ms: repeated calls after two warm-ups
 
 SHAPES = [(1, 256000), (64, 256000), (256, 128000)]
 KS = [1, 50, 1024]
@@ -65,16 +64,12 @@ def main():
             rows_md.append(f"| {rows}x{n} | {k} | {kiln_ms:.3f} | {torch_ms:.3f} | {np_ms:.3f} | "
                            f"{torch_ms / kiln_ms:.2f}x | {np_ms / kiln_ms:.2f}x | {same} |")
             print(rows_md[-1], flush=True)
-    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
     text = (f"# Top-k on the CPU: Kiln vs torch.topk and numpy ({datetime.date.today()})\n\n"
-            f"Machine: {cpu}, {os.cpu_count()} cores, {platform.platform()}; {a.threads} threads "
+            f"Machine: {machine()}; {a.threads} threads "
             f"(torch.set_num_threads, Kiln's executable). Command: `{' '.join(sys.argv)}`. Medians of "
             f"{a.repeats} calls after two warm-ups; f32 standard-normal rows, k largest, sorted. "
             "'same as torch': values identical, and indices identical except among equal values (ties: Kiln puts the lower index first).\n\n" + "\n".join(rows_md) + "\n")
-    print(text)
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(text)
+    write_report(text, a.out)
 
 
 if __name__ == "__main__":

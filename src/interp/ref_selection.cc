@@ -3,7 +3,6 @@
 // Gumbel number, where the CPU kernel (src/kernels/cpu/sample.cc) selects and skips.
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <vector>
 
 #include "interp/ref_kernels.h"
@@ -47,10 +46,7 @@ void ref_Sample(const KernelArgs& a) {
     const double temperature = row_float(3, b, "temperature");
     const int64_t top_k = a.in.size() > 4 ? a.in[4].get_i64(b) : a.attrs.get_int("top_k");
     const double top_p = row_float(5, b, "top_p"), min_p = row_float(6, b, "min_p");
-    KILN_CHECK(temperature >= 0 && !std::isinf(temperature), "sample: row ", b, ": temperature must be finite and >= 0, got ", temperature);
-    KILN_CHECK(top_k >= 0, "sample: row ", b, ": top_k must be >= 0, got ", top_k);
-    KILN_CHECK(top_p > 0 && top_p <= 1, "sample: row ", b, ": top_p must be in (0, 1], got ", top_p);
-    KILN_CHECK(min_p >= 0 && min_p <= 1, "sample: row ", b, ": min_p must be in [0, 1], got ", min_p);
+    check_sample_settings(b, temperature, top_k, top_p, min_p);
 
     std::vector<double> l(static_cast<size_t>(vocab));
     for (int64_t t = 0; t < vocab; ++t) {
@@ -58,23 +54,15 @@ void ref_Sample(const KernelArgs& a) {
       KILN_CHECK(!std::isnan(l[size_t(t)]) && l[size_t(t)] != INFINITY, "sample: row ", b, ", token ", t, ": the logit is ",
                  l[size_t(t)], " (only finite logits and -inf, a masked token, can be sampled from)");
     }
-    // Penalties: once per distinct token of penalty_ids (repetition), and by its count.
     if (a.in.size() > 7) {
       const HostTensor& ids = a.in[7];
-      std::map<int64_t, int64_t> count;
-      for (int64_t j = 0; j < ids.shape()[1]; ++j) {
-        const int64_t id = ids.get_i64(b * ids.shape()[1] + j);
-        KILN_CHECK(id < vocab, "sample: row ", b, ": penalty_ids[", j, "] = ", id, " is not below the vocabulary size ", vocab);
-        if (id >= 0) ++count[id];
-      }
-      const double repetition = a.attrs.get_float("repetition_penalty"), frequency = a.attrs.get_float("frequency_penalty"),
-                   presence = a.attrs.get_float("presence_penalty");
-      for (auto [t, c] : count) {
-        double& v = l[size_t(t)];
-        if (repetition != 1) v = v > 0 ? v / repetition : v * repetition;
-        v -= frequency * double(c) + presence;
-        KILN_CHECK(!std::isnan(v) && v != INFINITY, "sample: row ", b, ", token ", t, ": the penalties made the logit ", v);
-      }
+      const int64_t len = ids.shape()[1];
+      std::vector<int64_t> row_ids(static_cast<size_t>(len));
+      for (int64_t j = 0; j < len; ++j) row_ids[size_t(j)] = ids.get_i64(b * len + j);
+      apply_sample_penalties(l.data(), vocab, row_ids.data(), len,
+                             {a.attrs.get_float("repetition_penalty"), a.attrs.get_float("frequency_penalty"),
+                              a.attrs.get_float("presence_penalty")},
+                             b);
     }
     // Greedy: the largest logit, the lower token on ties.
     if (temperature < kGreedyTemperature) {

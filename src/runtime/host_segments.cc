@@ -5,13 +5,17 @@
 #include <set>
 
 #include "kiln/error.h"
+#include "kiln/target.h"
 
 namespace kiln::runtime {
 
 bool runs_on_host(const Node& n) {
   if (n.info().has(kSubgraph) || n.info().has(kContainer) || n.has_string_values()) return true;
-  // Selection ops whose GPU kernels are not written yet (issue 23): the CPU kernel runs them.
-  if (n.op == Op::Sort || n.op == Op::ArgSort || n.op == Op::Sample) return true;
+  // Ops the CUDA table runs on the host that read data (sort, sample: no GPU kernel yet); sources,
+  // constants and shape_of are Host there too, but are computed inside a segment's binding.
+  const OpInfo& info = n.info();
+  if (op_support(TargetKind::Cuda, n.op).decision == OpDecision::Host && !info.has(kSource) && !info.has(kShapeOnly))
+    return true;
   auto host_only = [](const Value* v) { return !v->type.is_tensor() || is_narrow(v->type.dtype); };
   for (const Value* v : n.inputs)
     if (host_only(v)) return true;

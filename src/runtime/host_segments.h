@@ -14,8 +14,8 @@
 namespace kiln::runtime {
 
 // Whether a node runs on the host when a graph is cut: a sub-graph or container op, a string
-// operand or result, any value that is not a tensor, one of the 8- and 4-bit storage types, or a
-// selection op without a GPU kernel yet (sort, argsort, sample).
+// operand or result, any value that is not a tensor, one of the 8- and 4-bit storage types, or an
+// op src/runtime/op_support_cuda.def runs on the host that reads data (sort, argsort, sample).
 bool runs_on_host(const Node& n);
 // Whether any top-level node of `g` does (then split_at_host_nodes applies).
 bool has_host_nodes(const Graph& g);

@@ -5,7 +5,7 @@
 
 #include <immintrin.h>
 
-#include "kiln/philox.h"
+#include "kiln/sampling.h"
 
 namespace kiln::eager::detail {
 namespace {
@@ -47,9 +47,7 @@ void philox_16_blocks(uint64_t first_block, uint64_t step, uint64_t seed, uint32
     return;
   }
   for (int i = 0; i < 16; ++i) {
-    const uint64_t block = first_block + uint64_t(i);
-    const PhiloxCounter out = philox4x32_10({uint32_t(block), uint32_t(block >> 32), uint32_t(step), uint32_t(step >> 32)},
-                                            {uint32_t(seed), uint32_t(seed >> 32)});
+    const PhiloxCounter out = sample_block(seed, step, first_block + uint64_t(i));
     for (int j = 0; j < 4; ++j) words[4 * i + j] = out[size_t(j)];
   }
 }

@@ -16,7 +16,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <map>
 #include <vector>
 
 #include "kernels/cpu/cpu_common.h"
@@ -146,8 +145,7 @@ class RowStream {
   uint32_t word(uint64_t token) {
     const uint64_t block = token >> 2;
     if (block != block_) {
-      words_ = philox4x32_10({uint32_t(block), uint32_t(block >> 32), uint32_t(step_), uint32_t(step_ >> 32)},
-                             {uint32_t(seed_), uint32_t(seed_ >> 32)});
+      words_ = sample_block(seed_, step_, block);
       block_ = block;
     }
     return words_[token & 3];
@@ -327,17 +325,13 @@ int64_t sample_row(const T* row, int64_t n, double max_logit, const RowSettings&
   }
 }
 
-struct Penalties {
-  double repetition, frequency, presence;
-};
-
 template <typename T>
 void sample_rows(const KernelArgs& a) {
   const HostTensor& logits = a.in[0];
   const int64_t rows = logits.shape()[0], vocab = logits.shape()[1];
   const T* x = logits.data<T>();
   int64_t* out = a.out[0].data<int64_t>();
-  const Penalties pen{a.attrs.get_float("repetition_penalty"), a.attrs.get_float("frequency_penalty"),
+  const SamplePenalties pen{a.attrs.get_float("repetition_penalty"), a.attrs.get_float("frequency_penalty"),
                       a.attrs.get_float("presence_penalty")};
   auto settings = [&](int64_t b) {
     RowSettings rs;
@@ -346,10 +340,7 @@ void sample_rows(const KernelArgs& a) {
     rs.top_k = a.in.size() > 4 ? a.in[4].data<int64_t>()[b] : a.attrs.get_int("top_k");
     rs.top_p = a.in.size() > 5 ? double(a.in[5].data<float>()[b]) : a.attrs.get_float("top_p");
     rs.min_p = a.in.size() > 6 ? double(a.in[6].data<float>()[b]) : a.attrs.get_float("min_p");
-    KILN_CHECK(rs.temperature >= 0 && !std::isinf(rs.temperature), "sample: row ", b, ": temperature must be finite and >= 0, got ", rs.temperature);
-    KILN_CHECK(rs.top_k >= 0, "sample: row ", b, ": top_k must be >= 0, got ", rs.top_k);
-    KILN_CHECK(rs.top_p > 0 && rs.top_p <= 1, "sample: row ", b, ": top_p must be in (0, 1], got ", rs.top_p);
-    KILN_CHECK(rs.min_p >= 0 && rs.min_p <= 1, "sample: row ", b, ": min_p must be in [0, 1], got ", rs.min_p);
+    check_sample_settings(b, rs.temperature, rs.top_k, rs.top_p, rs.min_p);
     return rs;
   };
   parallel_ranges(rows, vocab * 4, [&](int64_t begin, int64_t end) {
@@ -364,23 +355,11 @@ void sample_rows(const KernelArgs& a) {
         out[b] = sample_row(row, vocab, max_logit, rs, b, split);
         continue;
       }
-      // Penalties: the row in double with the penalised tokens rewritten, as the reference does.
+      // Penalties: the row in double with the penalised tokens rewritten.
       const HostTensor& ids = a.in[7];
-      const int64_t len = ids.shape()[1];
-      std::map<int64_t, int64_t> count;
-      for (int64_t j = 0; j < len; ++j) {
-        const int64_t id = ids.data<int64_t>()[b * len + j];
-        KILN_CHECK(id < vocab, "sample: row ", b, ": penalty_ids[", j, "] = ", id, " is not below the vocabulary size ", vocab);
-        if (id >= 0) ++count[id];
-      }
       penalized.resize(size_t(vocab));
       for (int64_t t = 0; t < vocab; ++t) penalized[size_t(t)] = logit(row, t);
-      for (auto [t, c] : count) {
-        double& v = penalized[size_t(t)];
-        if (pen.repetition != 1) v = v > 0 ? v / pen.repetition : v * pen.repetition;
-        v -= pen.frequency * double(c) + pen.presence;
-        KILN_CHECK(!std::isnan(v) && v != kInf, "sample: row ", b, ", token ", t, ": the penalties made the logit ", v);
-      }
+      apply_sample_penalties(penalized.data(), vocab, ids.data<int64_t>() + b * ids.shape()[1], ids.shape()[1], pen, b);
       max_logit = checked_max(penalized.data(), vocab, b);
       out[b] = sample_row(penalized.data(), vocab, max_logit, rs, b, split);
     }
